@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use redjury::cache::{Cache, CallKey, StoredResponse};
 use redjury::judge::Judge;
-use redjury::judge::cache::{Cache, CallKey, StoredResponse};
 use redjury::judge::config::{ANTHROPIC_VERSION, JudgeConfig, Provider};
 use redjury::prompt::Templates;
 use redjury::task::{Rubric, Side, Task};

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use redjury::judge::cache::{Cache, CallKey, StoredResponse};
+use redjury::cache::{Cache, CallKey, StoredResponse};
 use redjury::judge::config::PanelConfig;
 
 const OUTPUTS: usize = 10_000;

@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::panel::Verdict;
 use crate::score::{Status, TaskResult};
 use crate::task::Side;
+use crate::verdict::Verdict;
 
 /// Counts of every kind of outcome.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -305,7 +305,7 @@ fn exact_group_means(rows: &[TaskResult]) -> BTreeMap<&str, f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::GateResult;
+    use crate::check::gate::GateResult;
 
     fn row(task: &str, trial: &str, scenario: &str, turn: u32, side: Side, group: &str, status: Status, reward: Option<f64>) -> TaskResult {
         TaskResult {

@@ -157,7 +157,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Render { docx, view, output } => render(&docx, view, output.as_deref()),
         Command::Gate { docx, author } => {
             let loaded = redjury::docx::load(&docx);
-            let result = redjury::gate::check(&loaded, &author);
+            let result = redjury::check::gate::check(&loaded, &author);
             if result.passed {
                 println!("PASS {}: {}", docx.display(), result.reason);
                 Ok(ExitCode::SUCCESS)

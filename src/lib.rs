@@ -4,9 +4,10 @@
 //! Data flows one way, one module per stage; see ARCHITECTURE.md.
 
 pub mod aggregate;
+pub mod cache;
 pub mod check;
 pub mod docx;
-pub mod gate;
+pub mod hash;
 pub mod judge;
 pub mod panel;
 pub mod prompt;
@@ -14,4 +15,5 @@ pub mod report;
 pub mod run;
 pub mod score;
 pub mod task;
+pub mod verdict;
 pub mod view;

@@ -3,31 +3,7 @@
 //! Owns: the strict-majority rule and the quorum. Must never count an
 //! abstention as a FAIL.
 
-use serde::{Deserialize, Serialize};
-
-/// PASS or FAIL, as a judge or the panel gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Verdict {
-    Pass,
-    Fail,
-}
-
-impl Verdict {
-    pub fn parse(s: &str) -> Option<Verdict> {
-        match s {
-            "PASS" => Some(Verdict::Pass),
-            "FAIL" => Some(Verdict::Fail),
-            _ => None,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "PASS",
-            Verdict::Fail => "FAIL",
-        }
-    }
-}
+use crate::verdict::Verdict;
 
 /// The panel's decision on one rubric from its judges' votes (`None` = the
 /// judge abstained). PASS iff n_pass × 2 > n_valid; ties FAIL; fewer valid

@@ -12,6 +12,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::hash::hex;
+
 use crate::task::{Side, Task};
 
 const DEFAULT_SYSTEM: &str = include_str!("../prompts/system.md");
@@ -163,20 +165,6 @@ fn nonce_for(document: &str) -> String {
         }
     }
     unreachable!("a 80-bit nonce cannot collide with every counter")
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// SHA-256 of a string, hex.
-pub fn sha256_hex(s: &str) -> String {
-    sha256_hex_bytes(s.as_bytes())
-}
-
-/// SHA-256 of bytes, hex.
-pub fn sha256_hex_bytes(b: &[u8]) -> String {
-    hex(&Sha256::digest(b))
 }
 
 #[cfg(test)]

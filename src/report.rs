@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::aggregate::{self, Bootstrap, Counts, Figures};
 use crate::judge::CounterSnapshot;
-use crate::panel::Verdict;
 use crate::prompt::Prompt;
 use crate::score::{RubricKind, Status, TaskResult};
+use crate::verdict::Verdict;
 
 /// Prices in USD per million tokens, from prices.toml.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -163,7 +163,7 @@ impl PromptRecord {
     }
 
     /// The prompt's text, from the cache.
-    pub fn resolve(&self, cache: &crate::judge::cache::Cache, run_dir: &Path) -> Result<Prompt, ReportError> {
+    pub fn resolve(&self, cache: &crate::cache::Cache, run_dir: &Path) -> Result<Prompt, ReportError> {
         match cache.get_prompt(&self.prompt_hash) {
             Ok(Some(p)) => Ok(p),
             Ok(None) => Err(ReportError::Read {

@@ -12,16 +12,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::aggregate::Bootstrap;
-use crate::judge::cache::Cache;
+use crate::cache::Cache;
+use crate::check::gate;
 use crate::judge::config::PanelConfig;
 use crate::judge::verdicts::JudgeVote;
 use crate::judge::{CallResult, Judge};
-use crate::panel::{self, Verdict};
+use crate::panel;
 use crate::prompt::{Prompt, Templates};
 use crate::report::{self, Estimate, JudgeSummary, Prices, PromptRecord, Summary};
 use crate::score::{RubricKind, RubricResult, Status, TaskResult};
 use crate::task::{self, Task};
-use crate::{docx, gate, view};
+use crate::verdict::Verdict;
+use crate::{docx, view};
 
 /// Settings shared by `score` and `rejudge`.
 pub struct RunOptions {
@@ -60,7 +62,7 @@ pub enum RunError {
     #[error(transparent)]
     Task(#[from] task::TaskError),
     #[error(transparent)]
-    Cache(#[from] crate::judge::cache::CacheError),
+    Cache(#[from] crate::cache::CacheError),
     #[error(transparent)]
     Report(#[from] report::ReportError),
     #[error("cannot write results to {path}: {source}")]
@@ -131,7 +133,7 @@ fn render_key(bytes: &[u8], author: &str, title: &str, input_sha: Option<&str>) 
     h.update(title.as_bytes());
     h.update([0]);
     h.update(input_sha.unwrap_or("").as_bytes());
-    crate::prompt::hex(&h.finalize())
+    crate::hash::hex(&h.finalize())
 }
 
 /// Gate, render and prompt one output (CPU only), reusing a cached render
@@ -163,7 +165,7 @@ fn prepare(
     let checks_key = match (&cached, has_checks) {
         (Some((key, _)), true) => {
             let prints: Vec<&str> = task.rubrics.iter().filter_map(|r| r.check.as_ref().map(|c| c.fingerprint.as_str())).collect();
-            Some(crate::prompt::sha256_hex(&format!("{key}\u{1f}{}\u{1f}{}", crate::check::CHECK_VERSION, prints.join("\u{1f}"))))
+            Some(crate::hash::sha256_hex(&format!("{key}\u{1f}{}\u{1f}{}", crate::check::CHECK_VERSION, prints.join("\u{1f}"))))
         }
         _ => None,
     };
@@ -195,7 +197,7 @@ fn prepare(
         let results: Vec<(String, Verdict, String)> = match (stored_checks, &parsed) {
             (Some(stored), _) => stored,
             (None, Some(doc)) => {
-                let (ids, checks): (Vec<&str>, Vec<&crate::check::Prepared>) =
+                let (ids, checks): (Vec<&str>, Vec<&crate::task::check_spec::PreparedCheck>) =
                     task.rubrics.iter().filter_map(|r| Some((r.id.as_str(), r.check.as_ref()?))).unzip();
                 let fresh: Vec<(String, Verdict, String)> =
                     crate::check::evaluate_all(&checks, doc, task.input_doc.as_deref(), &task.author)
@@ -383,7 +385,7 @@ impl Run {
                         }
                         e.calls += 1;
                         e.input_tokens += p.estimated_tokens();
-                        if !self.prefixes.insert(format!("{}\u{1f}{}", j.config.name, crate::prompt::sha256_hex(&p.user_prefix))) {
+                        if !self.prefixes.insert(format!("{}\u{1f}{}", j.config.name, crate::hash::sha256_hex(&p.user_prefix))) {
                             e.shared_prefix_tokens += p.estimated_prefix_tokens();
                         }
                         e.max_output_tokens += u64::from(j.config.max_output_tokens);

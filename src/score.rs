@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::panel::Verdict;
+use crate::verdict::Verdict;
 
 /// A scored task's reward and its parts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -87,7 +87,7 @@ mod tests {
 
 use std::collections::BTreeMap;
 
-use crate::gate::GateResult;
+use crate::check::gate::GateResult;
 use crate::task::Side;
 
 /// What became of one task × trial.

@@ -6,9 +6,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use redjury::check::{evaluate, prepare};
+use redjury::check::evaluate;
 use redjury::docx::{self, Document};
-use redjury::panel::Verdict::{self, Fail, Pass};
+use redjury::task::check_spec::PreparedCheck;
+use redjury::verdict::Verdict::{self, Fail, Pass};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -24,7 +25,7 @@ fn load(path: &Path) -> Document {
 
 /// Runs a check written as JSON; gold paths are relative to the corpus.
 fn run(check: serde_json::Value, doc: &Document, input: Option<&Document>, author: &str) -> (Verdict, String) {
-    let prepared = prepare(&check, &root().join("../shared/corpus")).unwrap_or_else(|e| panic!("{e}"));
+    let prepared = PreparedCheck::from_json(&check, &root().join("../shared/corpus")).unwrap_or_else(|e| panic!("{e}"));
     evaluate(&prepared, doc, input, author)
 }
 
@@ -148,7 +149,7 @@ fn scope() {
 /// turn-1 changes.
 #[test]
 fn the_gate_does_not_count_changes_carried_over_from_the_input() {
-    use redjury::gate::check_against;
+    use redjury::check::gate::check_against;
     let input = load(&root().join("scenarios/s1-saas-msa/inputs/s1-t3-g01.docx"));
     let unedited = docx::load(&root().join("scenarios/s1-saas-msa/inputs/s1-t3-g01.docx"));
     let reference = check_against(&unedited, "Vendor Counsel", None);

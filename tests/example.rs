@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use redjury::check::gate::check_against;
 use redjury::docx;
-use redjury::gate::check_against;
 use redjury::view::{self, ViewKind};
 
 fn root() -> PathBuf {

@@ -337,7 +337,7 @@ fn is_lgl_lvl_restart_formats_and_style_linked_headings() {
 
 #[test]
 fn gate_passes_on_the_authors_change_and_says_why_it_fails() {
-    use redjury::gate;
+    use redjury::check::gate;
     let d = Docx::body(&format!("<w:p>{}</w:p>", ins(1, "Vendor Counsel", "x")));
     let loaded = redjury::docx::from_bytes(d.bytes(), Default::default());
     assert!(gate::check(&loaded, "Vendor Counsel").passed);
@@ -369,7 +369,7 @@ fn view_version_is_bumped_when_the_view_changes() {
         comments: Some(r#"<w:comment w:id="1" w:author="A"><w:p><w:r><w:t>Why?</w:t></w:r></w:p></w:comment>"#.into()),
         ..Default::default()
     };
-    let digest = redjury::prompt::sha256_hex(&view(&d));
+    let digest = redjury::hash::sha256_hex(&view(&d));
     assert_eq!(
         (annotated::VIEW_VERSION, digest.as_str()),
         (2, "5d39799cd3e469349e9ab663d4985efa2be3b6fedca73284a5797c3f06f67e18"),

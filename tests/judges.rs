@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::mock::*;
+use redjury::cache::Cache;
 use redjury::judge::Judge;
-use redjury::judge::cache::Cache;
 use redjury::judge::config::{ANTHROPIC_VERSION, JudgeConfig, Provider};
 use redjury::judge::verdicts::JudgeVote;
-use redjury::panel::Verdict;
 use redjury::prompt::{Prompt, Templates};
 use redjury::task::{Rubric, Side, Task};
+use redjury::verdict::Verdict;
 
 const KEY: &str = "sk-test-SECRET-0123456789";
 

@@ -9,7 +9,6 @@
 //! FAIL (failures are abstentions with their reason), and never let an API
 //! key reach a log, an error, the cache or the results.
 
-pub mod cache;
 pub mod config;
 pub mod limiter;
 pub mod provider;
@@ -23,7 +22,7 @@ use std::time::{Duration, Instant};
 use backon::{ExponentialBuilder, Retryable};
 use serde::Serialize;
 
-use cache::{Cache, CallKey, StoredResponse};
+use crate::cache::{Cache, CallKey, StoredResponse};
 use config::JudgeConfig;
 use limiter::Limiter;
 use provider::{Reply, Usage};

@@ -17,13 +17,7 @@ use serde_json::{Value, json};
 use super::config::{JudgeConfig, Provider};
 use crate::prompt::Prompt;
 
-/// Token usage, normalised: `input` includes cached prompt tokens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Usage {
-    pub input: u64,
-    pub output: u64,
-    pub cached: u64,
-}
+pub use crate::cache::Usage;
 
 /// What a successful (2xx) response said.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::panel::Verdict;
+use crate::verdict::Verdict;
 
 /// One judge's say on one rubric.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,9 +1,11 @@
-//! The prompt and response store: one SQLite file.
+//! The store: one SQLite file holding prompts, judge responses, rendered
+//! views and check verdicts, shared by every run and process that names it.
 //!
-//! Owns: content-addressed prompts and judge responses keyed by (provider,
+//! Owns: content-addressed prompts; judge responses keyed by (provider,
 //! model, call parameters, template version, prompt hash, repeat index),
 //! each committed on its own so a killed process loses no answer already
-//! received. Must never store an API key or anything derived from one.
+//! received; the render and check caches the pipeline keys by an output's
+//! bytes. Must never store an API key or anything derived from one.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -11,14 +13,23 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use super::provider::Usage;
-use crate::prompt::{Prompt, sha256_hex};
+use crate::hash::sha256_hex;
+use crate::prompt::Prompt;
 
 #[derive(Debug, thiserror::Error)]
 #[error("cache {path}: {message}")]
 pub struct CacheError {
     pub path: String,
     pub message: String,
+}
+
+/// Token usage as the provider billed it, normalised: `input` includes
+/// cached prompt tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cached: u64,
 }
 
 /// A stored judge response.

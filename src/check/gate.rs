@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use super::text::normalise_ws;
 use crate::docx::{Document, DocxError};
 
 /// The gate's decision and why.
@@ -22,17 +23,12 @@ pub struct GateResult {
     pub comments: usize,
 }
 
-/// Normalises an author name for comparison: surrounding whitespace removed,
-/// inner runs of whitespace (including non-breaking spaces) collapsed to one
-/// space. Case is kept: "Vendor Counsel" and "vendor counsel" differ, as they
-/// do in Word's review pane.
-pub fn normalize_author(name: &str) -> String {
-    name.split(|c: char| c.is_whitespace()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
-}
-
-/// Whether two author names are the same person for the gate.
+/// Whether two author names are the same person: surrounding whitespace is
+/// ignored and inner runs of whitespace (including non-breaking spaces)
+/// count as one space. Case is kept: "Vendor Counsel" and "vendor counsel"
+/// differ, as they do in Word's review pane.
 pub fn same_author(a: &str, b: &str) -> bool {
-    normalize_author(a) == normalize_author(b)
+    normalise_ws(a) == normalise_ws(b)
 }
 
 /// What identifies a tracked change or comment across two versions of a
@@ -79,8 +75,8 @@ pub fn check_against(loaded: &Result<Document, DocxError>, author: &str, input: 
             return GateResult { passed: false, reason: e.to_string(), revisions: 0, comments: 0 };
         }
     };
-    let want = normalize_author(author);
-    let mine = |a: &Option<String>| a.as_deref().is_some_and(|a| normalize_author(a) == want);
+    let want = normalise_ws(author);
+    let mine = |a: &Option<String>| a.as_deref().is_some_and(|a| normalise_ws(a) == want);
     // Signatures present in the input, as a multiset to consume.
     let mut inherited: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     if let Some(input) = input {
@@ -125,7 +121,7 @@ pub fn check_against(loaded: &Result<Document, DocxError>, author: &str, input: 
     // Say what the file does contain, so a near miss is obvious.
     let mut others: BTreeMap<String, usize> = BTreeMap::new();
     for a in doc.revisions.iter().map(|r| r.author.as_deref()).chain(doc.comments.iter().map(|c| c.author.as_deref())) {
-        *others.entry(a.map(normalize_author).unwrap_or_else(|| "(no author)".into())).or_default() += 1;
+        *others.entry(a.map(normalise_ws).unwrap_or_else(|| "(no author)".into())).or_default() += 1;
     }
     let reason = if others.is_empty() {
         format!("no tracked change or comment at all (edits made without Track Changes?); expected some by '{want}'")

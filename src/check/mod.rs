@@ -1,0 +1,97 @@
+//! Deterministic checks: rubric items scored exactly from the document
+//! model, next to judge items, in the same reward formula — and the
+//! validity gate, the first check every output meets.
+//!
+//! A rubric item with `"kind": "check"` carries a `"check"` object, parsed
+//! and validated when tasks load (`crate::task::check_spec`); see README
+//! "Checks" for each type. This module evaluates them: one file per check
+//! type, sharing the section map (`sections.rs`) and text measures
+//! (`text.rs`).
+//!
+//! Owns: evaluation. Must never call a judge or touch the network, and
+//! every verdict comes with a one-line reason.
+
+mod accepted;
+mod author;
+mod comment;
+pub mod gate;
+mod pattern;
+mod revisions;
+mod scope;
+pub mod sections;
+pub mod text;
+
+use crate::docx::Document;
+use crate::task::check_spec::{CheckSpec, PreparedCheck};
+use crate::verdict::Verdict;
+use sections::Sections;
+
+/// The version of check evaluation. Bump it whenever a check can give
+/// another verdict or reason for the same inputs: it keys cached verdicts.
+pub const CHECK_VERSION: u32 = 2;
+
+/// A check's verdict and the one-line reason for it.
+pub type Outcome = (Verdict, String);
+
+/// What every evaluator may read: the output, its sections, the task's
+/// input (mapped only when a check compares with it) and the task author.
+struct Facts<'d> {
+    doc: &'d Document,
+    sections: Sections<'d>,
+    input: Option<Sections<'d>>,
+    task_author: &'d str,
+}
+
+/// Runs one check on an output. `input` is the task's input document (for
+/// `scope`); `task_author` is the default author.
+pub fn evaluate(check: &PreparedCheck, doc: &Document, input: Option<&Document>, task_author: &str) -> Outcome {
+    evaluate_all(&[check], doc, input, task_author).pop().unwrap_or((Verdict::Fail, "no check to run".into()))
+}
+
+/// Runs a task's checks on one output, mapping the document's sections
+/// once (and the input's once, if a check needs them).
+pub fn evaluate_all(checks: &[&PreparedCheck], doc: &Document, input: Option<&Document>, task_author: &str) -> Vec<Outcome> {
+    let needs_input = checks.iter().any(|c| matches!(c.spec, CheckSpec::Scope { .. }));
+    let facts = Facts { doc, sections: Sections::of(doc), input: input.filter(|_| needs_input).map(Sections::of), task_author };
+    checks.iter().map(|c| evaluate_one(c, &facts)).collect()
+}
+
+fn evaluate_one(check: &PreparedCheck, facts: &Facts<'_>) -> Outcome {
+    match &check.spec {
+        CheckSpec::Author { authors, mode, include_comments } => author::evaluate(facts, authors, *mode, *include_comments),
+        CheckSpec::Scope { sections, author } => scope::evaluate(facts, sections, author.as_deref()),
+        CheckSpec::NoFormatChanges { author } => revisions::no_format_changes(facts, author.as_deref()),
+        CheckSpec::RevisionsRemaining { kinds, author, min, max } => revisions::remaining(facts, kinds, author.as_deref(), *min, *max),
+        CheckSpec::AcceptedTextEquals { section, text, min_f1, .. } => {
+            accepted::text_equals(facts, check, section.as_deref(), text.as_deref(), *min_f1)
+        }
+        CheckSpec::RevisionSetF1 { min_f1, author, .. } => accepted::revision_set_f1(facts, check, *min_f1, author.as_deref()),
+        CheckSpec::Comment(spec) => comment::evaluate(facts, spec),
+        CheckSpec::Contains(p) => pattern::evaluate(facts, check, p, Expect::Match),
+        CheckSpec::NotContains(p) => pattern::evaluate(facts, check, p, Expect::NoMatch),
+    }
+}
+
+/// What `contains` and `not_contains` want of their regex.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Match,
+    NoMatch,
+}
+
+/// Whether `candidate` is `author` (any author when `None`).
+fn by(author: Option<&str>, candidate: Option<&str>) -> bool {
+    match author {
+        None => true,
+        Some(a) => candidate.is_some_and(|c| gate::same_author(a, c)),
+    }
+}
+
+fn verdict(pass: bool, reason: String) -> Outcome {
+    (Verdict::from_pass(pass), reason)
+}
+
+/// The reason given when a check names a section the document lacks.
+fn unknown_section(s: &str) -> Outcome {
+    verdict(false, format!("section {s} is not in the document's numbering"))
+}

@@ -1,0 +1,122 @@
+//! Sections of a document, addressed by list label ("9", "7.3", "8.1(a)")
+//! as numbered with every tracked change rejected: the document as it stood
+//! before this round of changes. A section includes its subsections.
+
+use std::collections::HashMap;
+
+use crate::docx::{Block, Document, Inline, Paragraph, State};
+
+/// Every body paragraph in order (tables included) with the sections it
+/// belongs to.
+pub struct Sections<'d> {
+    pub paragraphs: Vec<(&'d Paragraph, Vec<String>)>,
+}
+
+/// "9." and "9" address the same section; case is ignored.
+pub fn normalise_section(s: &str) -> String {
+    s.trim().trim_end_matches('.').to_lowercase()
+}
+
+impl<'d> Sections<'d> {
+    /// Maps `doc`'s body paragraphs to their sections.
+    pub fn of(doc: &'d Document) -> Sections<'d> {
+        // (list definition, level, label): a label replaces the entries of
+        // its own list at its level or deeper; a label from another list
+        // (a separately defined "(a)" list inside clause 9) nests.
+        let mut stack: Vec<(Option<String>, u8, String)> = Vec::new();
+        let mut paragraphs = Vec::new();
+        doc.for_each_body_paragraph(&mut |p| {
+            // Bullets are list items, not sections: they never address one.
+            if let Some(label) = p.label.rejected.as_ref().filter(|l| l.chars().any(char::is_alphanumeric)) {
+                let level = p.label.level.unwrap_or(0);
+                if let Some(i) = stack.iter().position(|(list, l, _)| *list == p.label.list && *l >= level) {
+                    stack.truncate(i);
+                }
+                stack.push((p.label.list.clone(), level, normalise_section(label)));
+            }
+            paragraphs.push((p, addresses(&stack)));
+        });
+        Sections { paragraphs }
+    }
+
+    /// Whether paragraph `i` lies in `section`.
+    pub fn in_section(&self, i: usize, section: &str) -> bool {
+        let want = normalise_section(section);
+        self.paragraphs[i].1.contains(&want)
+    }
+
+    /// Whether any paragraph lies in `section`.
+    pub fn known(&self, section: &str) -> bool {
+        let want = normalise_section(section);
+        self.paragraphs.iter().any(|(_, a)| a.contains(&want))
+    }
+
+    /// The paragraph index each revision is found in; row and cell
+    /// revisions are placed at their row's first paragraph.
+    pub fn revision_paragraphs(&self, doc: &Document) -> HashMap<usize, usize> {
+        let mut at = HashMap::new();
+        let index: HashMap<*const Paragraph, usize> =
+            self.paragraphs.iter().enumerate().map(|(i, (p, _))| (*p as *const Paragraph, i)).collect();
+        for (i, (p, _)) in self.paragraphs.iter().enumerate() {
+            for rev in p.revision_refs() {
+                at.entry(rev).or_insert(i);
+            }
+        }
+        for block in &doc.body {
+            let Block::Table(t) = block else { continue };
+            for row in &t.rows {
+                let first = row.cells.iter().flat_map(|c| c.blocks.iter()).find_map(|b| match b {
+                    Block::Paragraph(p) => index.get(&(p as *const Paragraph)).copied(),
+                    _ => None,
+                });
+                let Some(first) = first else { continue };
+                let cells = row.cells.iter().flat_map(|c| [c.inserted, c.deleted]);
+                for rev in [row.inserted, row.deleted].into_iter().chain(cells).flatten() {
+                    at.entry(rev).or_insert(first);
+                }
+            }
+        }
+        at
+    }
+
+    /// The paragraph index where each comment is anchored.
+    pub fn comment_paragraphs(&self) -> HashMap<String, usize> {
+        let mut at = HashMap::new();
+        for (i, (p, _)) in self.paragraphs.iter().enumerate() {
+            for inline in &p.inlines {
+                if let Inline::CommentStart { id } | Inline::CommentRef { id } = inline {
+                    at.entry(id.clone()).or_insert(i);
+                }
+            }
+        }
+        at
+    }
+
+    /// Accepted text of the paragraphs in `section` (all, if `None`).
+    pub fn accepted_text(&self, section: Option<&str>) -> String {
+        let mut out = Vec::new();
+        for (i, (p, _)) in self.paragraphs.iter().enumerate() {
+            if section.is_none_or(|s| self.in_section(i, s)) {
+                let text = crate::view::plain::paragraph_text(p, State::Accepted);
+                if !text.trim().is_empty() {
+                    out.push(text);
+                }
+            }
+        }
+        out.join("\n")
+    }
+}
+
+/// A paragraph is in every section on the stack, addressed by a label
+/// ("8.1", "(a)") or a run of them ("8.1(a)").
+fn addresses(stack: &[(Option<String>, u8, String)]) -> Vec<String> {
+    let mut addresses = Vec::new();
+    for i in 0..stack.len() {
+        let mut joined = String::new();
+        for (_, _, label) in &stack[i..] {
+            joined.push_str(label);
+            addresses.push(joined.clone());
+        }
+    }
+    addresses
+}

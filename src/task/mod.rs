@@ -1,0 +1,228 @@
+//! Tasks and outputs on disk: rubric files in the reference task schema,
+//! Harbor task folders, and the model outputs to score.
+//!
+//! Owns: validation of task files (with errors naming the file and the
+//! problem) and the discovery of every output layout we accept. Must never
+//! drop a task or an output silently: what cannot be matched is reported.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub mod check_spec;
+mod file;
+mod outputs;
+
+pub use outputs::{Output, Outputs, find_outputs};
+
+/// The five rubric dimensions, spelled as the reference benchmark spells them.
+pub const CATEGORIES: [&str; 5] =
+    ["Legal correctness", "Commercial Context", "Negotiation Quality", "Counterparty Acceptance Prediction", "Deal-closing Orientation"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("{dir}: no task files found (expected rubrics/<task>.json files or Harbor task folders with tests/rubrics.json)")]
+    Empty { dir: PathBuf },
+    #[error("task {name} is defined twice: {first} and {second}")]
+    Duplicate { name: String, first: PathBuf, second: PathBuf },
+}
+
+/// Which side a task represents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Side {
+    A,
+    B,
+}
+
+/// One attorney-written criterion.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Rubric {
+    pub id: String,
+    pub criteria: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub justification: String,
+    pub category: String,
+    /// −10..=10, non-zero; negative = penalty for an undesirable edit.
+    pub weight: i32,
+    /// A deterministic check (`"kind": "check"`); `None` = a judge item.
+    #[serde(skip)]
+    pub check: Option<check_spec::PreparedCheck>,
+}
+
+impl Rubric {
+    pub fn is_check(&self) -> bool {
+        self.check.is_some()
+    }
+}
+
+/// A task: one output to score against one rubric set.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Task {
+    /// The task name (`redline-s1-t2-g01a`).
+    pub name: String,
+    /// Scenario key, normalised: "s1" and 1 both read as "1".
+    pub scenario: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario_label: Option<String>,
+    pub side: Side,
+    /// The negotiation turn (`level`).
+    pub turn: u32,
+    pub input_group: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    pub represented_party: String,
+    pub counterparty: String,
+    /// The tracked-change author the output must use.
+    pub author: String,
+    pub rubrics: Vec<Rubric>,
+    /// Where the task was read from.
+    #[serde(skip)]
+    pub source: PathBuf,
+    /// The task's input document (`"input"`, relative to the task file; a
+    /// Harbor task's environment/app/contract.docx), when known.
+    #[serde(skip)]
+    pub input: Option<PathBuf>,
+    /// The input, parsed (for the gate and the scope check).
+    #[serde(skip)]
+    pub input_doc: Option<std::sync::Arc<crate::docx::Document>>,
+    /// SHA-256 of the input's bytes (part of the render cache key: the gate
+    /// depends on the input).
+    #[serde(skip)]
+    pub input_sha: Option<String>,
+}
+
+impl Task {
+    /// The judge items (everything but checks).
+    pub fn llm_rubrics(&self) -> impl Iterator<Item = &Rubric> {
+        self.rubrics.iter().filter(|r| !r.is_check())
+    }
+}
+
+/// The parts of a task name `redline-s{S}-t{T}-g{NN}{variant}`.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TaskName {
+    pub scenario: String,
+    pub turn: u32,
+    pub group: String,
+    pub variant: Option<String>,
+}
+
+/// Parses `redline-s{S}-t{T}-g{NN}{variant}`; `None` for other names.
+pub fn parse_task_name(name: &str) -> Option<TaskName> {
+    let rest = name.strip_prefix("redline-s")?;
+    let (scenario, rest) = rest.split_once("-t")?;
+    let (turn, rest) = rest.split_once("-g")?;
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let variant = &rest[digits.len()..];
+    if scenario.is_empty() || !scenario.chars().all(|c| c.is_ascii_digit()) || digits.is_empty() {
+        return None;
+    }
+    if !variant.chars().all(|c| c.is_ascii_lowercase()) {
+        return None;
+    }
+    Some(TaskName {
+        scenario: scenario.to_string(),
+        turn: turn.parse().ok()?,
+        group: format!("s{scenario}-t{turn}-g{digits}"),
+        variant: (!variant.is_empty()).then(|| variant.to_string()),
+    })
+}
+
+/// Canonical spelling of a category (case-insensitive match on the five).
+pub fn normalise_category(c: &str) -> String {
+    let trimmed = c.trim();
+    CATEGORIES
+        .iter()
+        .find(|k| k.eq_ignore_ascii_case(trimmed))
+        .map(|k| k.to_string())
+        .unwrap_or_else(|| if trimmed.is_empty() { "(uncategorized)".into() } else { trimmed.to_string() })
+}
+
+/// Metadata a Harbor `task.toml` may carry under `[metadata]`.
+#[derive(Default, Deserialize)]
+struct HarborToml {
+    #[serde(default)]
+    metadata: BTreeMap<String, toml::Value>,
+}
+
+/// Reads and validates one task file. `name` is the task's name (file stem
+/// or Harbor folder); `meta` fills fields the JSON leaves out.
+pub fn load_task(path: &Path, name: &str, meta: &BTreeMap<String, toml::Value>) -> Result<Task, TaskError> {
+    file::load(path, name, meta, None)
+}
+
+/// Loads every task under `dir`: `<dir>/<task>.json` files and Harbor task
+/// folders (`<dir>/<task>/tests/rubrics.json` with an optional `task.toml`).
+/// A single task file may be given instead of a folder.
+pub fn load_tasks(dir: &Path) -> Result<Vec<Task>, TaskError> {
+    let mut tasks: Vec<Task> = Vec::new();
+    let add = |task: Task, tasks: &mut Vec<Task>| -> Result<(), TaskError> {
+        if let Some(first) = tasks.iter().find(|t| t.name == task.name) {
+            return Err(TaskError::Duplicate { name: task.name.clone(), first: first.source.clone(), second: task.source.clone() });
+        }
+        tasks.push(task);
+        Ok(())
+    };
+    if dir.is_file() {
+        let name = dir.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        add(load_task(dir, &name, &BTreeMap::new())?, &mut tasks)?;
+        return Ok(tasks);
+    }
+    let entries = std::fs::read_dir(dir).map_err(|source| TaskError::Io { path: dir.to_path_buf(), source })?;
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for path in paths {
+        let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        if path.is_file() && name.ends_with(".json") {
+            let stem = name.trim_end_matches(".json");
+            add(load_task(&path, stem, &BTreeMap::new())?, &mut tasks)?;
+        } else if path.is_dir() {
+            let rubrics = path.join("tests/rubrics.json");
+            if rubrics.is_file() {
+                let meta = match std::fs::read_to_string(path.join("task.toml")) {
+                    Ok(text) => {
+                        toml::from_str::<HarborToml>(&text).map_err(|e| file::invalid(&path.join("task.toml"), e.to_string()))?.metadata
+                    }
+                    Err(_) => BTreeMap::new(),
+                };
+                let input = Some(path.join("environment/app/contract.docx")).filter(|p| p.is_file());
+                add(file::load(&rubrics, &name, &meta, input)?, &mut tasks)?;
+            }
+        }
+    }
+    if tasks.is_empty() {
+        return Err(TaskError::Empty { dir: dir.to_path_buf() });
+    }
+    Ok(tasks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_names() {
+        assert_eq!(
+            parse_task_name("redline-s1-t2-g01a"),
+            Some(TaskName { scenario: "1".into(), turn: 2, group: "s1-t2-g01".into(), variant: Some("a".into()) })
+        );
+        assert_eq!(parse_task_name("redline-s3-t4-g1").map(|n| n.variant), Some(None));
+        assert_eq!(parse_task_name("contract-7"), None);
+        assert_eq!(parse_task_name("redline-s1-t2-g01-x"), None);
+    }
+
+    #[test]
+    fn scenario_ids_normalise() {
+        use file::normalise_scenario;
+        assert_eq!(normalise_scenario(&serde_json::json!(1)).as_deref(), Some("1"));
+        assert_eq!(normalise_scenario(&serde_json::json!("s1")).as_deref(), Some("1"));
+        assert_eq!(normalise_scenario(&serde_json::json!("saas")).as_deref(), Some("saas"));
+        assert_eq!(normalise_category("commercial context"), "Commercial Context");
+        assert_eq!(normalise_category(""), "(uncategorized)");
+    }
+}
