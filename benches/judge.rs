@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use redjury::cache::{Cache, CallKey, StoredResponse};
-use redjury::judge::Judge;
-use redjury::judge::config::{ANTHROPIC_VERSION, JudgeConfig, Provider};
+use redjury::cache::{Cache, Outcome, StoredResponse};
+use redjury::judge::config::{JudgeConfig, Provider};
+use redjury::judge::{Auth, Judge};
 use redjury::prompt::Templates;
 use redjury::task::{Rubric, Side, Task};
 
@@ -66,53 +66,18 @@ fn serve(limit: u64) {
 }
 
 fn task() -> Task {
-    Task {
-        name: "redline-s1-t1-g01a".into(),
-        scenario: "1".into(),
-        scenario_label: None,
-        side: Side::A,
-        turn: 1,
-        input_group: "s1-t1-g01".into(),
-        variant: None,
-        represented_party: "Vendor".into(),
-        counterparty: "Customer".into(),
-        author: "Vendor Counsel".into(),
-        rubrics: (1..=10)
-            .map(|i| Rubric {
-                id: format!("r{i:02}"),
-                criteria: format!("Inserts clause {i}"),
-                justification: String::new(),
-                category: "Legal correctness".into(),
-                weight: 5,
-                check: None,
-            })
-            .collect(),
-        source: Default::default(),
-        input: None,
-        input_doc: None,
-        input_sha: None,
-    }
+    let rubrics = (1..=10).map(|i| Rubric::llm(&format!("r{i:02}"), &format!("Inserts clause {i}"), "Legal correctness", 5)).collect();
+    Task::named("redline-s1-t1-g01a", Side::A, "Vendor Counsel", rubrics)
 }
 
 fn config(url: &str, rpm: u32) -> JudgeConfig {
-    JudgeConfig {
-        name: "bench".into(),
-        provider: Provider::Openai,
-        model: "bench-model".into(),
-        base_url: format!("{url}/v1"),
-        api_key_env: "UNUSED".into(),
-        rpm,
-        tpm: 100_000_000,
-        max_concurrency: 32,
-        timeout_secs: 30,
-        max_attempts: 6,
-        temperature: None,
-        max_output_tokens: 1024,
-        repeats: 1,
-        retry_base_ms: 500,
-        retry_max_secs: 10,
-        anthropic_version: ANTHROPIC_VERSION.into(),
-    }
+    let mut c = JudgeConfig::new("bench", Provider::Openai, "bench-model");
+    c.base_url = format!("{url}/v1");
+    c.api_key_env = None;
+    (c.rpm, c.tpm, c.max_concurrency) = (rpm, 100_000_000, 32);
+    (c.timeout_secs, c.max_attempts, c.max_output_tokens) = (30, 6, 1024);
+    (c.retry_base_ms, c.retry_max_secs) = (500, 10);
+    c
 }
 
 fn main() {
@@ -140,7 +105,7 @@ fn main() {
     let _ = std::fs::remove_file(&cache_path);
     let cache = Arc::new(Cache::open(&cache_path).expect("cache"));
     let rpm = (PER_SECOND * 60) as u32;
-    let judge = Arc::new(Judge::new(config(&url, rpm), Some("bench-key".into())).expect("judge"));
+    let judge = Arc::new(Judge::new(config(&url, rpm), Auth::Key("bench-key".into())).expect("judge"));
 
     let cpu0 = cpu_time();
     let started = Instant::now();
@@ -172,22 +137,14 @@ fn main() {
 
     // Warm cache: 10,000 stored answers, then 10,000 calls.
     let warm: Vec<_> = (0..WARM_CALLS).map(|i| templates.render(&t, &format!("{doc}[p-999] warm {i}"))).collect();
-    let cold = Judge::new(config("http://127.0.0.1:9", rpm), Some("k".into())).expect("judge");
-    let params = cold.config.call_params();
+    let cold = Judge::new(config("http://127.0.0.1:9", rpm), Auth::Key("k".into())).expect("judge");
     let text = mock::verdicts_json(&warm[0].rubric_ids, &|_| "FAIL");
     for p in &warm {
-        let key = CallKey {
-            provider: "openai",
-            model: "bench-model",
-            params: &params,
-            template_version: &p.template_version,
-            prompt_hash: &p.hash,
-            repeat: 0,
-        };
+        let key = cold.call_key(p, 0);
         cache
             .put_response(
                 &key,
-                &StoredResponse { outcome: "text".into(), text: text.clone(), usage: Default::default(), latency_ms: 0, attempts: 1 },
+                &StoredResponse { outcome: Outcome::Text, text: text.clone(), usage: Default::default(), latency_ms: 0, attempts: 1 },
             )
             .expect("store");
     }

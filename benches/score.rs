@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use redjury::cache::{Cache, CallKey, StoredResponse};
+use redjury::cache::{Cache, CallKey, Outcome, StoredResponse};
 use redjury::judge::config::PanelConfig;
 
 const OUTPUTS: usize = 10_000;
@@ -116,17 +116,17 @@ fn main() {
         for j in &panel.judges {
             let params = j.call_params();
             let key = CallKey {
-                provider: j.provider.as_str(),
-                model: &j.model,
-                params: &params,
-                template_version: version,
-                prompt_hash: hash,
+                provider: j.provider.as_str().into(),
+                model: j.model.clone(),
+                params,
+                template_version: version.into(),
+                prompt_hash: hash.into(),
                 repeat: 0,
             };
             cache
                 .put_response(
                     &key,
-                    &StoredResponse { outcome: "text".into(), text: text.clone(), usage: Default::default(), latency_ms: 1, attempts: 1 },
+                    &StoredResponse { outcome: Outcome::Text, text: text.clone(), usage: Default::default(), latency_ms: 1, attempts: 1 },
                 )
                 .expect("store");
         }

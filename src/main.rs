@@ -15,8 +15,23 @@ fn main() -> ExitCode {
     match cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(1)
+            eprintln!("error: {}", message(&e));
+            // 2: refused for how the run was set up (nothing was spent).
+            if e.downcast_ref::<cli::Refused>().is_some() { ExitCode::from(2) } else { ExitCode::from(1) }
         }
     }
+}
+
+/// The error and its causes, each cause once: library errors often quote
+/// their cause already ("cannot read x: No such file or directory").
+fn message(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
 }

@@ -173,30 +173,12 @@ mod tests {
     use crate::task::Rubric;
 
     fn task() -> Task {
-        Task {
-            name: "redline-s1-t2-g01a".into(),
-            scenario: "1".into(),
-            scenario_label: Some("SaaS MSA".into()),
-            side: Side::B,
-            turn: 2,
-            input_group: "s1-t2-g01".into(),
-            variant: Some("a".into()),
-            represented_party: "Buyer plc".into(),
-            counterparty: "Vendor Ltd".into(),
-            author: "Buyer Counsel".into(),
-            rubrics: vec![Rubric {
-                id: "r01".into(),
-                criteria: "Deletes X".into(),
-                justification: "why".into(),
-                category: "Legal correctness".into(),
-                weight: -4,
-                check: None,
-            }],
-            source: Default::default(),
-            input: None,
-            input_doc: None,
-            input_sha: None,
-        }
+        let mut rubric = Rubric::llm("r01", "Deletes X", "Legal correctness", -4);
+        rubric.justification = "why".into();
+        let mut t = Task::named("redline-s1-t2-g01a", Side::B, "Buyer Counsel", vec![rubric]);
+        t.scenario_label = Some("SaaS MSA".into());
+        (t.represented_party, t.counterparty) = ("Buyer plc".into(), "Vendor Ltd".into());
+        t
     }
 
     #[test]

@@ -6,8 +6,12 @@
 //! Owns: that formula and nothing else. Must never turn a rubric without a
 //! verdict into a FAIL: a missing verdict makes the task incomplete.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
+use crate::check::gate::GateResult;
+use crate::task::Side;
 use crate::verdict::Verdict;
 
 /// A scored task's reward and its parts.
@@ -42,6 +46,162 @@ pub fn reward(items: &[(i32, Option<Verdict>)]) -> Option<Reward> {
     }
     let raw = (earned - penalty) as f64 / total_positive as f64;
     Some(Reward { reward: raw.clamp(0.0, 1.0), earned, penalty, total_positive })
+}
+
+/// What became of one task × trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every rubric has a verdict: the reward is final.
+    Scored,
+    /// The output failed the validity gate: reward 0, with the reason.
+    GateFailed,
+    /// Some rubric fell short of the quorum: no reward (never a silent 0).
+    Incomplete,
+    /// Judges were not called (dry run, or no judge has a key).
+    Pending,
+}
+
+/// Who grades a rubric.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RubricKind {
+    #[default]
+    Llm,
+    Check,
+}
+
+/// One rubric's outcome for one task × trial.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct RubricResult {
+    pub id: String,
+    #[serde(default)]
+    pub kind: RubricKind,
+    pub weight: i32,
+    pub category: String,
+    /// A required item: if it is not met, the reward is 0 whatever else
+    /// passed (a layered pass rule).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+    /// The panel's verdict; `None` when incomplete or pending.
+    pub verdict: Option<Verdict>,
+    /// Each judge's vote (`None` = abstained or not asked); a check's
+    /// result is under "check".
+    pub votes: BTreeMap<String, Option<Verdict>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub justifications: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub abstentions: BTreeMap<String, String>,
+}
+
+impl RubricResult {
+    /// Whether the item is met: a positive item passed, or a penalty item
+    /// was not triggered. `None` without a verdict.
+    pub fn met(&self) -> Option<bool> {
+        self.verdict.map(|v| (v == Verdict::Pass) == (self.weight > 0))
+    }
+}
+
+/// One line of results.jsonl.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct TaskResult {
+    pub task: String,
+    pub trial: String,
+    pub scenario: String,
+    pub turn: u32,
+    pub side: Side,
+    pub group: String,
+    pub variant: Option<String>,
+    pub status: Status,
+    pub gate: GateResult,
+    pub reward: Option<f64>,
+    pub earned: Option<i64>,
+    pub penalty: Option<i64>,
+    pub total_positive: i64,
+    /// The prompt the judges read (its text is in prompts.jsonl and the cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_hash: Option<String>,
+    /// Why the row is incomplete, or why a required item zeroed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub rubrics: Vec<RubricResult>,
+}
+
+impl TaskResult {
+    /// Fills status and reward after judging: a rubric without a verdict
+    /// makes the row incomplete, with the judges' reasons.
+    pub fn settle_judged(&mut self) {
+        if self.settle_verdicts() {
+            return;
+        }
+        self.status = Status::Incomplete;
+        self.reason = Some(self.incomplete_reason());
+    }
+
+    /// Fills status and reward when no judge was called (a dry run): a
+    /// rubric without a verdict leaves the row pending.
+    pub fn settle_unjudged(&mut self) {
+        if !self.settle_verdicts() {
+            self.status = Status::Pending;
+        }
+    }
+
+    /// Clears every judge rubric's votes, to be judged again.
+    pub fn reopen_judged(&mut self) {
+        for r in self.rubrics.iter_mut().filter(|r| r.kind == RubricKind::Llm) {
+            r.verdict = None;
+            r.votes.clear();
+            r.justifications.clear();
+            r.abstentions.clear();
+        }
+        self.reason = None;
+    }
+
+    /// Settles a row whose every rubric has a verdict, or a gate failure;
+    /// `false` (reward cleared) when some rubric has none.
+    fn settle_verdicts(&mut self) -> bool {
+        self.total_positive = self.rubrics.iter().filter(|r| r.weight > 0).map(|r| i64::from(r.weight)).sum();
+        self.reason = None;
+        if !self.gate.passed {
+            self.status = Status::GateFailed;
+            (self.reward, self.earned, self.penalty) = (Some(0.0), Some(0), Some(0));
+            return true;
+        }
+        let items: Vec<(i32, Option<Verdict>)> = self.rubrics.iter().map(|r| (r.weight, r.verdict)).collect();
+        let Some(r) = reward(&items) else {
+            (self.reward, self.earned, self.penalty) = (None, None, None);
+            return false;
+        };
+        self.status = Status::Scored;
+        (self.reward, self.earned, self.penalty) = (Some(r.reward), Some(r.earned), Some(r.penalty));
+        let unmet: Vec<&str> = self.rubrics.iter().filter(|x| x.required && x.met() == Some(false)).map(|x| x.id.as_str()).collect();
+        if !unmet.is_empty() {
+            self.reward = Some(0.0);
+            self.reason = Some(format!("required item(s) not met: {}", unmet.join(", ")));
+        }
+        true
+    }
+
+    /// "quorum not met on r02, r05: judge-a: no API key: set X; …", the
+    /// judges' reasons in judge order, for the rubrics without a verdict.
+    fn incomplete_reason(&self) -> String {
+        let open: Vec<&RubricResult> = self.rubrics.iter().filter(|r| r.verdict.is_none()).collect();
+        let ids: Vec<&str> = open.iter().map(|r| r.id.as_str()).collect();
+        let mut why: BTreeMap<&str, &str> = BTreeMap::new();
+        for r in &open {
+            for (judge, reason) in &r.abstentions {
+                why.entry(judge).or_insert(reason);
+            }
+        }
+        let why: Vec<String> = why.iter().map(|(j, r)| format!("{j}: {r}")).collect();
+        let because = if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) };
+        format!("quorum not met on {}{because}", ids.join(", "))
+    }
+
+    /// Whether the row counts in reward means (scored, or gate-failed = 0).
+    pub fn counts(&self) -> bool {
+        matches!(self.status, Status::Scored | Status::GateFailed)
+    }
 }
 
 #[cfg(test)]
@@ -82,108 +242,5 @@ mod tests {
     #[test]
     fn no_positive_weight_is_undefined() {
         assert_eq!(reward(&[(-4, Some(Fail))]), None);
-    }
-}
-
-use std::collections::BTreeMap;
-
-use crate::check::gate::GateResult;
-use crate::task::Side;
-
-/// What became of one task × trial.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Every rubric has a verdict: the reward is final.
-    Scored,
-    /// The output failed the validity gate: reward 0, with the reason.
-    GateFailed,
-    /// Some rubric fell short of the quorum: no reward (never a silent 0).
-    Incomplete,
-    /// Judges were not called (dry run, or no judge has a key).
-    Pending,
-}
-
-/// Who grades a rubric.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RubricKind {
-    #[default]
-    Llm,
-    Check,
-}
-
-/// One rubric's outcome for one task × trial.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct RubricResult {
-    pub id: String,
-    #[serde(default)]
-    pub kind: RubricKind,
-    pub weight: i32,
-    pub category: String,
-    /// The panel's verdict; `None` when incomplete or pending.
-    pub verdict: Option<Verdict>,
-    /// Each judge's vote (`None` = abstained or not asked); a check's
-    /// result is under "check".
-    pub votes: BTreeMap<String, Option<Verdict>>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub justifications: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub abstentions: BTreeMap<String, String>,
-}
-
-/// One line of results.jsonl.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct TaskResult {
-    pub task: String,
-    pub trial: String,
-    pub scenario: String,
-    pub turn: u32,
-    pub side: Side,
-    pub group: String,
-    pub variant: Option<String>,
-    pub status: Status,
-    pub gate: GateResult,
-    pub reward: Option<f64>,
-    pub earned: Option<i64>,
-    pub penalty: Option<i64>,
-    pub total_positive: i64,
-    /// The prompt the judges read (its text is in prompts.jsonl and the cache).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_hash: Option<String>,
-    pub rubrics: Vec<RubricResult>,
-}
-
-impl TaskResult {
-    /// Fills status and reward from the rubric verdicts (and the gate).
-    pub fn settle(&mut self, pending: bool) {
-        self.total_positive = self.rubrics.iter().filter(|r| r.weight > 0).map(|r| i64::from(r.weight)).sum();
-        if !self.gate.passed {
-            self.status = Status::GateFailed;
-            self.reward = Some(0.0);
-            self.earned = Some(0);
-            self.penalty = Some(0);
-            return;
-        }
-        let items: Vec<(i32, Option<Verdict>)> = self.rubrics.iter().map(|r| (r.weight, r.verdict)).collect();
-        match reward(&items) {
-            Some(r) => {
-                self.status = Status::Scored;
-                self.reward = Some(r.reward);
-                self.earned = Some(r.earned);
-                self.penalty = Some(r.penalty);
-            }
-            None => {
-                self.status = if pending { Status::Pending } else { Status::Incomplete };
-                self.reward = None;
-                self.earned = None;
-                self.penalty = None;
-            }
-        }
-    }
-
-    /// Whether the row counts in reward means (scored, or gate-failed = 0).
-    pub fn counts(&self) -> bool {
-        matches!(self.status, Status::Scored | Status::GateFailed)
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const VOCABULARY: &[&str] = &["hash", "verdict"];
 
 /// The stages in data-flow order.
-const STAGES: &[&str] = &["docx", "view", "task", "check", "prompt", "cache", "judge", "panel", "score", "aggregate", "report", "run"];
+const STAGES: &[&str] = &["docx", "view", "task", "check", "prompt", "cache", "judge", "panel", "score", "aggregate", "report", "pipeline"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("src/ is readable").flatten() {

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use common::mock::*;
 use redjury::cache::Cache;
-use redjury::judge::Judge;
 use redjury::judge::config::{ANTHROPIC_VERSION, JudgeConfig, Provider};
 use redjury::judge::verdicts::JudgeVote;
+use redjury::judge::{Auth, Judge};
 use redjury::prompt::{Prompt, Templates};
 use redjury::task::{Rubric, Side, Task};
 use redjury::verdict::Verdict;
@@ -18,65 +18,47 @@ use redjury::verdict::Verdict;
 const KEY: &str = "sk-test-SECRET-0123456789";
 
 fn config(provider: Provider, url: &str) -> JudgeConfig {
-    JudgeConfig {
-        name: format!("{}-judge", provider.as_str()),
-        provider,
-        model: "test-model".into(),
-        base_url: match provider {
-            Provider::Openai => format!("{url}/v1"),
-            _ => url.to_string(),
-        },
-        api_key_env: "UNUSED".into(),
-        rpm: 6000,
-        tpm: 10_000_000,
-        max_concurrency: 4,
-        timeout_secs: 5,
-        max_attempts: 4,
-        temperature: None,
-        max_output_tokens: 1024,
-        repeats: 1,
-        retry_base_ms: 20,
-        retry_max_secs: 5,
-        anthropic_version: ANTHROPIC_VERSION.into(),
-    }
+    let mut c = JudgeConfig::new(&format!("{}-judge", provider.as_str()), provider, "test-model");
+    c.base_url = match provider {
+        Provider::Openai => format!("{url}/v1"),
+        _ => url.to_string(),
+    };
+    c.api_key_env = Some("UNUSED".into());
+    (c.rpm, c.tpm, c.max_concurrency, c.timeout_secs, c.max_attempts) = (6000, 10_000_000, 4, 5, 4);
+    (c.max_output_tokens, c.retry_base_ms, c.retry_max_secs) = (1024, 20, 5);
+    c
+}
+
+/// A judge of `provider` against the mock at `url`, with the test key.
+fn judge_for(provider: Provider, url: &str) -> Judge {
+    with_config(config(provider, url))
+}
+
+fn with_config(c: JudgeConfig) -> Judge {
+    Judge::new(c, Auth::Key(KEY.into())).expect("judge")
 }
 
 fn task() -> Task {
-    let rubric = |id: &str, w: i32| Rubric {
-        id: id.into(),
-        criteria: format!("Criterion {id}"),
-        justification: String::new(),
-        category: "Legal correctness".into(),
-        weight: w,
-        check: None,
-    };
-    Task {
-        name: "redline-s1-t1-g01a".into(),
-        scenario: "1".into(),
-        scenario_label: None,
-        side: Side::A,
-        turn: 1,
-        input_group: "s1-t1-g01".into(),
-        variant: Some("a".into()),
-        represented_party: "Vendor Ltd".into(),
-        counterparty: "Buyer plc".into(),
-        author: "Vendor Counsel".into(),
-        rubrics: vec![rubric("r1", 5), rubric("r2", 3), rubric("r3", -4)],
-        source: Default::default(),
-        input: None,
-        input_doc: None,
-        input_sha: None,
-    }
+    let rubrics = vec![
+        Rubric::llm("r1", "Criterion r1", "Legal correctness", 5),
+        Rubric::llm("r2", "Criterion r2", "Legal correctness", 3),
+        Rubric::llm("r3", "Criterion r3", "Legal correctness", -4),
+    ];
+    let mut t = Task::named("redline-s1-t1-g01a", Side::A, "Vendor Counsel", rubrics);
+    (t.represented_party, t.counterparty) = ("Vendor Ltd".into(), "Buyer plc".into());
+    t
 }
 
 fn prompt(doc: &str) -> Prompt {
     Templates::builtin().render(&task(), doc)
 }
 
-fn temp_cache(tag: &str) -> (Cache, std::path::PathBuf) {
+fn temp_cache(tag: &str) -> (Arc<Cache>, std::path::PathBuf) {
     let path = std::env::temp_dir().join(format!("redjury-judges-{tag}-{}.sqlite", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    (Cache::open(&path).expect("cache opens"), path)
+    for suffix in ["", "-wal", "-shm", ".pending.jsonl"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    (Arc::new(Cache::open(&path).expect("cache opens")), path)
 }
 
 fn verdict(v: &JudgeVote) -> Option<Verdict> {
@@ -87,7 +69,7 @@ fn verdict(v: &JudgeVote) -> Option<Verdict> {
 async fn each_provider_speaks_its_wire_format_and_verdicts_are_recovered() {
     for (provider, name) in [(Provider::Openai, "openai"), (Provider::Anthropic, "anthropic"), (Provider::Gemini, "gemini")] {
         let server = MockServer::start(answering(name, &["r1", "r3"])).await;
-        let judge = Judge::new(config(provider, &server.url()), Some(KEY.into())).expect("judge");
+        let judge = judge_for(provider, &server.url());
         let (cache, _) = temp_cache(name);
         let result = judge.call(&prompt("[p-000] text"), 0, &cache).await;
         assert_eq!(result.failure, None, "{name}");
@@ -111,7 +93,7 @@ async fn each_provider_speaks_its_wire_format_and_verdicts_are_recovered() {
             }
             Provider::Anthropic => {
                 assert_eq!(r.path, "/v1/messages");
-                assert_eq!(r.header("x-api-key"), Some(KEY));
+                assert_eq!(r.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "as the current SDK sends it");
                 assert_eq!(r.header("anthropic-version"), Some(ANTHROPIC_VERSION));
                 assert_eq!(body["tool_choice"], serde_json::json!({"type": "tool", "name": "record_verdicts"}));
                 assert_eq!(body["max_tokens"], 1024);
@@ -121,14 +103,18 @@ async fn each_provider_speaks_its_wire_format_and_verdicts_are_recovered() {
                 assert_eq!(result.usage.input, 1000);
             }
             Provider::Gemini => {
-                assert_eq!(r.path, "/v1beta/models/test-model:generateContent");
+                assert_eq!(r.path, "/v1/models/test-model:generateContent");
                 assert_eq!(r.header("x-goog-api-key"), Some(KEY));
                 assert_eq!(body["generationConfig"]["responseMimeType"], "application/json");
                 assert_eq!(body["generationConfig"]["responseSchema"]["type"], "OBJECT");
                 assert!(body["systemInstruction"]["parts"][0]["text"].as_str().unwrap_or("").contains("STRICT"));
             }
+            other => panic!("no wire-format test for {other:?}"),
         }
-        assert!(r.header("authorization").is_none() || provider == Provider::Openai, "a key in one header only");
+        let with_key = r.headers.iter().filter(|(_, v)| v.contains(KEY)).count();
+        assert_eq!(with_key, 1, "the key in one header only");
+        let types = r.headers.iter().filter(|(k, _)| k == "content-type").count();
+        assert_eq!(types, 1, "content-type is sent once");
     }
 }
 
@@ -146,7 +132,7 @@ async fn retry_after_is_honoured_on_429() {
         }
     });
     let server = MockServer::start(handler).await;
-    let judge = Judge::new(config(Provider::Openai, &server.url()), Some(KEY.into())).expect("judge");
+    let judge = judge_for(Provider::Openai, &server.url());
     let (cache, _) = temp_cache("retry-after");
     let result = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(verdict(&result.votes["r1"]), Some(Verdict::Pass));
@@ -164,7 +150,7 @@ async fn retry_after_is_honoured_on_429() {
         }
     });
     let server = MockServer::start(handler).await;
-    let judge = Judge::new(config(Provider::Anthropic, &server.url()), Some(KEY.into())).expect("judge");
+    let judge = judge_for(Provider::Anthropic, &server.url());
     let result = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(verdict(&result.votes["r1"]), Some(Verdict::Fail));
     let reqs = server.requests();
@@ -193,7 +179,7 @@ async fn transient_faults_are_retried_until_an_answer_arrives() {
     let mut cfg = config(Provider::Gemini, &server.url());
     cfg.timeout_secs = 1;
     cfg.max_attempts = 6;
-    let judge = Judge::new(cfg, Some(KEY.into())).expect("judge");
+    let judge = with_config(cfg);
     let (cache, _) = temp_cache("faults");
     let started = Instant::now();
     let result = judge.call(&prompt("doc"), 0, &cache).await;
@@ -213,7 +199,7 @@ async fn missing_unknown_and_duplicate_ids() {
         ok(success_body("openai", text))
     });
     let server = MockServer::start(handler).await;
-    let judge = Judge::new(config(Provider::Openai, &server.url()), Some(KEY.into())).expect("judge");
+    let judge = judge_for(Provider::Openai, &server.url());
     let (cache, _) = temp_cache("ids");
     let result = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(result.votes["r1"], JudgeVote::Verdict { verdict: Verdict::Pass, justification: "first".into() });
@@ -228,7 +214,7 @@ async fn refusals_and_safety_blocks_are_abstentions_with_their_reason() {
         ok(r#"{"choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't assist with that."},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}"#.into())
     });
     let server = MockServer::start(refusal).await;
-    let judge = Judge::new(config(Provider::Openai, &server.url()), Some(KEY.into())).expect("judge");
+    let judge = judge_for(Provider::Openai, &server.url());
     let (cache, _) = temp_cache("refusal");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(r.votes["r1"], JudgeVote::Abstain { reason: "refused: I can't assist with that.".into() });
@@ -239,7 +225,7 @@ async fn refusals_and_safety_blocks_are_abstentions_with_their_reason() {
             .into())
     });
     let server = MockServer::start(blocked).await;
-    let judge = Judge::new(config(Provider::Gemini, &server.url()), Some(KEY.into())).expect("judge");
+    let judge = judge_for(Provider::Gemini, &server.url());
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(r.votes["r2"], JudgeVote::Abstain { reason: "prompt blocked (SAFETY)".into() });
 }
@@ -248,7 +234,7 @@ async fn refusals_and_safety_blocks_are_abstentions_with_their_reason() {
 async fn a_permanent_failure_ends_as_an_abstention_and_a_bad_key_stops_traffic() {
     let always_503: Handler = Arc::new(|_: &Recorded, _| status(503, &[], r#"{"error":{"message":"unavailable"}}"#));
     let server = MockServer::start(always_503).await;
-    let judge = Judge::new(config(Provider::Openai, &server.url()), Some(KEY.into())).expect("judge");
+    let judge = judge_for(Provider::Openai, &server.url());
     let (cache, _) = temp_cache("permanent");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(server.requests().len(), 4, "max_attempts");
@@ -260,10 +246,10 @@ async fn a_permanent_failure_ends_as_an_abstention_and_a_bad_key_stops_traffic()
         status(401, &[], r#"{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}"#)
     });
     let server = MockServer::start(unauthorized).await;
-    let judge = Judge::new(config(Provider::Openai, &server.url()), Some(KEY.into())).expect("judge");
+    let judge = judge_for(Provider::Openai, &server.url());
     let r = judge.call(&prompt("doc one"), 0, &cache).await;
     let reason = r.failure.expect("failed");
-    assert_eq!(reason, "judge 'openai-judge' (openai): HTTP 401: Incorrect API key provided.");
+    assert_eq!(reason, "judge stopped: judge 'openai-judge' (openai): HTTP 401: Incorrect API key provided.");
     assert!(!reason.contains(KEY));
     let r = judge.call(&prompt("doc two"), 0, &cache).await;
     assert!(r.failure.expect("failed").starts_with("judge stopped earlier in this run"));
@@ -276,9 +262,8 @@ async fn the_limiter_keeps_requests_under_the_rate() {
     let mut cfg = config(Provider::Openai, &server.url());
     cfg.rpm = 600; // 10 a second
     cfg.max_concurrency = 16;
-    let judge = Arc::new(Judge::new(cfg, Some(KEY.into())).expect("judge"));
+    let judge = Arc::new(with_config(cfg));
     let (cache, _) = temp_cache("limiter");
-    let cache = Arc::new(cache);
     let mut handles = Vec::new();
     for i in 0..25 {
         let (judge, cache) = (judge.clone(), cache.clone());
@@ -302,13 +287,13 @@ async fn the_limiter_keeps_requests_under_the_rate() {
 #[tokio::test]
 async fn a_second_run_is_served_from_the_cache_and_keys_never_reach_it() {
     let server = MockServer::start(answering("anthropic", &["r2"])).await;
-    let judge = Judge::new(config(Provider::Anthropic, &server.url()), Some(KEY.into())).expect("judge");
+    let first_judge = judge_for(Provider::Anthropic, &server.url());
     let (cache, path) = temp_cache("rerun");
     let p = prompt("doc");
     cache.put_prompt(&p).expect("prompt stored");
-    let first = judge.call(&p, 0, &cache).await;
+    let first = first_judge.call(&p, 0, &cache).await;
     assert!(!first.from_cache);
-    let again = Judge::new(config(Provider::Anthropic, &server.url()), Some(KEY.into())).expect("judge");
+    let again = judge_for(Provider::Anthropic, &server.url());
     let second = again.call(&p, 0, &cache).await;
     assert!(second.from_cache);
     assert_eq!(first.votes, second.votes);
@@ -329,7 +314,7 @@ async fn a_second_run_is_served_from_the_cache_and_keys_never_reach_it() {
 #[tokio::test]
 async fn no_key_means_abstention_without_traffic() {
     let server = MockServer::start(answering("openai", &[])).await;
-    let judge = Judge::new(config(Provider::Openai, &server.url()), None).expect("judge");
+    let judge = Judge::new(config(Provider::Openai, &server.url()), Auth::Missing { env: "UNUSED".into() }).expect("judge");
     let (cache, _) = temp_cache("nokey");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(r.failure.as_deref(), Some("no API key: set UNUSED"));
@@ -350,7 +335,7 @@ async fn a_per_prompt_4xx_fails_only_that_call() {
         }
     });
     let server = MockServer::start(handler).await;
-    let judge = Judge::new(config(Provider::Openai, &server.url()), Some(KEY.into())).expect("judge");
+    let judge = judge_for(Provider::Openai, &server.url());
     let (cache, _) = temp_cache("per-prompt-4xx");
     let first = judge.call(&prompt("a very long document"), 0, &cache).await;
     assert!(first.failure.expect("failed").contains("HTTP 400: This model's maximum context length"));
@@ -366,9 +351,8 @@ async fn the_token_limiter_paces_large_calls() {
     cfg.tpm = 600_000; // 10,000 tokens a second, a bucket of 30,000
     cfg.max_output_tokens = 8192; // each call is estimated at ~9,400 tokens
     cfg.max_concurrency = 8;
-    let judge = Arc::new(Judge::new(cfg, Some(KEY.into())).expect("judge"));
+    let judge = Arc::new(with_config(cfg));
     let (cache, _) = temp_cache("tpm");
-    let cache = Arc::new(cache);
     let started = Instant::now();
     let mut handles = Vec::new();
     for i in 0..6 {
@@ -396,7 +380,7 @@ async fn retry_after_as_an_http_date_is_honoured() {
         }
     });
     let server = MockServer::start(handler).await;
-    let judge = Judge::new(config(Provider::Openai, &server.url()), Some(KEY.into())).expect("judge");
+    let judge = judge_for(Provider::Openai, &server.url());
     let (cache, _) = temp_cache("http-date");
     assert_eq!(judge.call(&prompt("doc"), 0, &cache).await.failure, None);
     let reqs = server.requests();

@@ -23,6 +23,13 @@ pub struct GateResult {
     pub comments: usize,
 }
 
+impl GateResult {
+    /// A failed gate with its reason.
+    pub fn failed(reason: impl Into<String>) -> GateResult {
+        GateResult { passed: false, reason: reason.into(), revisions: 0, comments: 0 }
+    }
+}
+
 /// Whether two author names are the same person: surrounding whitespace is
 /// ignored and inner runs of whitespace (including non-breaking spaces)
 /// count as one space. Case is kept: "Vendor Counsel" and "vendor counsel"
@@ -72,7 +79,7 @@ pub fn check_against(loaded: &Result<Document, DocxError>, author: &str, input: 
     let doc = match loaded {
         Ok(doc) => doc,
         Err(e) => {
-            return GateResult { passed: false, reason: e.to_string(), revisions: 0, comments: 0 };
+            return GateResult::failed(e.to_string());
         }
     };
     let want = normalise_ws(author);

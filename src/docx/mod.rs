@@ -54,17 +54,61 @@ pub enum DocxError {
     Encoding { part: String },
     #[error("word/comments.xml defines comment id {id} twice; anchors cannot be matched to comments")]
     DuplicateComment { id: String },
+    #[error("cannot read {path}: it is {kind}, not a regular file; give the path of a .docx file")]
+    NotAFile { path: String, kind: &'static str },
+    #[error("not a readable .docx: the package holds {part} twice{how}; readers would disagree on which copy counts")]
+    DuplicatePart { part: String, how: &'static str },
 }
 
 /// Reads a .docx from disk under the default [`Limits`].
 pub fn load(path: &Path) -> Result<Document, DocxError> {
-    let meta = std::fs::metadata(path).map_err(|source| DocxError::Io { path: path.display().to_string(), source })?;
     let limits = Limits::default();
+    from_bytes(read_file(path, &limits)?, limits)
+}
+
+/// Reads a file's bytes, refusing anything that is not a regular file (a
+/// device, a FIFO, a directory) and anything larger than the limit, before
+/// reading a byte of it.
+pub fn read_file(path: &Path, limits: &Limits) -> Result<Vec<u8>, DocxError> {
+    use std::io::Read;
+    let io = |source| DocxError::Io { path: path.display().to_string(), source };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(DocxError::NotAFile { path: path.display().to_string(), kind: file_kind(&meta) });
+    }
     if meta.len() > limits.max_file_bytes {
         return Err(DocxError::TooLarge { what: "the file".into(), limit: limits.max_file_bytes });
     }
-    let bytes = std::fs::read(path).map_err(|source| DocxError::Io { path: path.display().to_string(), source })?;
-    from_bytes(bytes, limits)
+    // The file may grow between the check and the read: read one byte
+    // past the limit at most.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::fs::File::open(path).map_err(io)?.take(limits.max_file_bytes + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limits.max_file_bytes {
+        return Err(DocxError::TooLarge { what: "the file".into(), limit: limits.max_file_bytes });
+    }
+    Ok(bytes)
+}
+
+#[cfg(not(unix))]
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    if meta.is_dir() { "a directory" } else { "not a regular file" }
+}
+
+#[cfg(unix)]
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Reads a .docx held in memory.

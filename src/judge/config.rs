@@ -11,6 +11,7 @@ use toml::Spanned;
 /// Which wire format a judge speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Provider {
     /// OpenAI Chat Completions, and every OpenAI-compatible server (vLLM,
     /// Ollama, gateways) through `base_url`.
@@ -22,6 +23,7 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// The name used in panel files and cache keys.
     pub fn as_str(self) -> &'static str {
         match self {
             Provider::Openai => "openai",
@@ -48,6 +50,30 @@ impl Provider {
 /// The `anthropic-version` the current official SDK sends.
 pub const ANTHROPIC_VERSION: &str = "2026-10-21";
 
+/// Which request field carries the output-token budget (OpenAI format).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputTokensField {
+    /// `max_completion_tokens`, as the current API and SDK send it.
+    #[default]
+    MaxCompletionTokens,
+    /// `max_tokens`, for OpenAI-compatible servers that only know it.
+    MaxTokens,
+}
+
+/// How a reply is constrained to the verdict format (OpenAI format).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutput {
+    /// `response_format: json_schema` with `strict: true`.
+    #[default]
+    JsonSchema,
+    /// `response_format: json_object`: any JSON object.
+    JsonObject,
+    /// No `response_format`: the prompt alone asks for JSON.
+    None,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PanelFile {
@@ -70,6 +96,7 @@ struct JudgeFile {
     provider: Provider,
     model: String,
     base_url: Option<String>,
+    /// `""` = the server needs no key (a local server).
     api_key_env: Option<String>,
     rpm: Spanned<i64>,
     tpm: Spanned<i64>,
@@ -84,18 +111,27 @@ struct JudgeFile {
     retry_base_ms: Option<Spanned<i64>>,
     /// Longest backoff delay and longest honoured Retry-After.
     retry_max_secs: Option<Spanned<i64>>,
-    anthropic_version: Option<String>,
+    anthropic_version: Option<Spanned<String>>,
+    output_tokens_field: Option<OutputTokensField>,
+    structured_output: Option<StructuredOutput>,
+    max_reply_bytes: Option<Spanned<i64>>,
 }
 
 /// One judge's settings.
 #[derive(Debug, Clone, Serialize)]
 pub struct JudgeConfig {
+    /// The name results and summaries use.
     pub name: String,
     pub provider: Provider,
     pub model: String,
+    /// Without a trailing slash.
     pub base_url: String,
-    pub api_key_env: String,
+    /// The environment variable holding the key; `None` when the server
+    /// needs no key.
+    pub api_key_env: Option<String>,
+    /// Requests per minute, paced evenly.
     pub rpm: u32,
+    /// Tokens per minute (prompt estimate + output budget).
     pub tpm: u32,
     pub max_concurrency: u32,
     pub timeout_secs: u64,
@@ -106,9 +142,46 @@ pub struct JudgeConfig {
     pub retry_base_ms: u64,
     pub retry_max_secs: u64,
     pub anthropic_version: String,
+    pub output_tokens_field: OutputTokensField,
+    pub structured_output: StructuredOutput,
+    /// A longer reply is a failed attempt (never read whole into memory).
+    pub max_reply_bytes: u64,
 }
 
+/// Defaults of the optional settings.
+const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 4096;
+const DEFAULT_RETRY_BASE_MS: u64 = 1000;
+const DEFAULT_RETRY_MAX_SECS: u64 = 60;
+const DEFAULT_MAX_REPLY_BYTES: u64 = 4 << 20;
+
 impl JudgeConfig {
+    /// A judge with the provider's defaults and modest limits (60 rpm,
+    /// 100,000 tpm, 4 at once, 60 s timeout, 4 attempts): a starting point
+    /// for code that builds panels without a file.
+    pub fn new(name: &str, provider: Provider, model: &str) -> JudgeConfig {
+        JudgeConfig {
+            name: name.to_string(),
+            provider,
+            model: model.to_string(),
+            base_url: provider.default_base_url().to_string(),
+            api_key_env: Some(provider.default_key_env().to_string()),
+            rpm: 60,
+            tpm: 100_000,
+            max_concurrency: 4,
+            timeout_secs: 60,
+            max_attempts: 4,
+            temperature: None,
+            max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS as u32,
+            repeats: 1,
+            retry_base_ms: DEFAULT_RETRY_BASE_MS,
+            retry_max_secs: DEFAULT_RETRY_MAX_SECS,
+            anthropic_version: ANTHROPIC_VERSION.to_string(),
+            output_tokens_field: OutputTokensField::default(),
+            structured_output: StructuredOutput::default(),
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+        }
+    }
+
     /// The call parameters that change an answer; they enter the cache key.
     /// (Limits, timeouts, retry settings and the judge's name do not.)
     pub fn call_params(&self) -> String {
@@ -116,7 +189,18 @@ impl JudgeConfig {
         let version = if self.provider == Provider::Anthropic { self.anthropic_version.as_str() } else { "-" };
         // base_url too: two OpenAI-compatible servers may serve different
         // models under one name.
-        format!("temperature={temperature};max_output_tokens={};version={version};base_url={}", self.max_output_tokens, self.base_url)
+        let mut params =
+            format!("temperature={temperature};max_output_tokens={};version={version};base_url={}", self.max_output_tokens, self.base_url);
+        // Non-default request shapes only: existing cache keys stay valid.
+        if self.output_tokens_field != OutputTokensField::default() {
+            params.push_str(";output_tokens_field=max_tokens");
+        }
+        match self.structured_output {
+            StructuredOutput::JsonSchema => {}
+            StructuredOutput::JsonObject => params.push_str(";structured_output=json_object"),
+            StructuredOutput::None => params.push_str(";structured_output=none"),
+        }
+        params
     }
 }
 
@@ -124,13 +208,18 @@ impl JudgeConfig {
 #[derive(Debug, Clone, Serialize)]
 pub struct PanelConfig {
     pub judges: Vec<JudgeConfig>,
+    /// Valid votes a rubric needs for a verdict.
     pub quorum: usize,
 }
 
+/// Why a panel file cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
+    /// The file cannot be read.
     #[error("cannot read panel file {path}: {source}")]
     Io { path: String, source: std::io::Error },
+    /// The file is not a valid panel; the message names the line.
     #[error("panel file {path}: {message}")]
     Invalid { path: String, message: String },
 }
@@ -139,92 +228,64 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
+/// Errors located in one panel file.
+struct Locator<'a> {
+    text: &'a str,
+    path: &'a str,
+}
+
+impl Locator<'_> {
+    fn invalid(&self, message: String) -> ConfigError {
+        ConfigError::Invalid { path: self.path.to_string(), message }
+    }
+    fn at(&self, span: std::ops::Range<usize>, message: String) -> ConfigError {
+        self.invalid(format!("line {}: {message}", line_of(self.text, span.start)))
+    }
+    /// An integer setting within `lo..=hi`.
+    fn int(&self, v: &Spanned<i64>, field: &str, judge: &str, lo: i64, hi: i64) -> Result<u64, ConfigError> {
+        let n = *v.get_ref();
+        if n < lo || n > hi {
+            return Err(self.at(v.span(), format!("judge '{judge}': {field} must be between {lo} and {hi}, got {n}")));
+        }
+        Ok(n as u64)
+    }
+    fn opt(&self, v: &Option<Spanned<i64>>, field: &str, judge: &str, range: (i64, i64), default: u64) -> Result<u64, ConfigError> {
+        match v {
+            Some(v) => self.int(v, field, judge, range.0, range.1),
+            None => Ok(default),
+        }
+    }
+}
+
 impl PanelConfig {
+    /// Reads and validates a panel file.
     pub fn load(path: &Path) -> Result<PanelConfig, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
         PanelConfig::parse(&text, &path.display().to_string())
     }
 
+    /// Validates a panel given as text; `path` names it in errors.
     pub fn parse(text: &str, path: &str) -> Result<PanelConfig, ConfigError> {
-        let invalid = |message: String| ConfigError::Invalid { path: path.to_string(), message };
+        let loc = Locator { text, path };
         // toml's messages already say "TOML parse error at line N, column M".
-        let file: PanelFile = toml::from_str(text).map_err(|e| invalid(e.to_string().trim_end().to_string()))?;
-        let at = |span: std::ops::Range<usize>, msg: String| invalid(format!("line {}: {msg}", line_of(text, span.start)));
-        let positive = |v: &Spanned<i64>, field: &str, judge: &str| -> Result<u64, ConfigError> {
-            let n = *v.get_ref();
-            if n <= 0 || n > u32::MAX as i64 {
-                return Err(at(v.span(), format!("judge '{judge}': {field} must be a positive integer, got {n}")));
-            }
-            Ok(n as u64)
-        };
+        let file: PanelFile = toml::from_str(text).map_err(|e| loc.invalid(e.to_string().trim_end().to_string()))?;
         if file.judges.is_empty() {
-            return Err(invalid("no [[judge]] tables: a panel needs at least one judge".into()));
+            return Err(loc.invalid("no [[judge]] tables: a panel needs at least one judge".into()));
         }
-        let mut judges = Vec::new();
+        let mut judges: Vec<JudgeConfig> = Vec::new();
         for j in &file.judges {
-            let name = j.name.get_ref().trim().to_string();
-            if name.is_empty() {
-                return Err(at(j.name.span(), "judge name is empty".into()));
+            let judge = judge(&loc, j)?;
+            if judges.iter().any(|o| o.name == judge.name) {
+                return Err(loc.at(j.name.span(), format!("two judges are named '{}'", judge.name)));
             }
-            if judges.iter().any(|o: &JudgeConfig| o.name == name) {
-                return Err(at(j.name.span(), format!("two judges are named '{name}'")));
-            }
-            let temperature = match &j.temperature {
-                Some(t) => {
-                    let v = *t.get_ref();
-                    if !(0.0..=2.0).contains(&v) {
-                        return Err(at(t.span(), format!("judge '{name}': temperature must be within 0..2, got {v}")));
-                    }
-                    Some(v)
-                }
-                None => None,
-            };
-            let anthropic_version = j.anthropic_version.clone().unwrap_or_else(|| ANTHROPIC_VERSION.to_string());
-            if let (Provider::Anthropic, Some(t)) = (j.provider, &j.temperature)
-                && anthropic_version.as_str() >= "2026-10-21"
-            {
-                return Err(at(
-                    t.span(),
-                    format!(
-                        "judge '{name}': anthropic-version {anthropic_version} does not accept temperature; remove it, or pin anthropic_version = \"2023-06-01\" with a model that still takes it"
-                    ),
-                ));
-            }
-            let opt = |v: &Option<Spanned<i64>>, field: &str, default: u64| -> Result<u64, ConfigError> {
-                match v {
-                    Some(v) => positive(v, field, &name),
-                    None => Ok(default),
-                }
-            };
-            let base_url = j.base_url.clone().unwrap_or_else(|| j.provider.default_base_url().to_string());
-            let base_url = base_url.trim_end_matches('/').to_string();
-            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-                return Err(at(j.name.span(), format!("judge '{name}': base_url must start with http:// or https://, got {base_url:?}")));
-            }
-            judges.push(JudgeConfig {
-                name: name.clone(),
-                provider: j.provider,
-                model: j.model.clone(),
-                base_url,
-                api_key_env: j.api_key_env.clone().unwrap_or_else(|| j.provider.default_key_env().to_string()),
-                rpm: positive(&j.rpm, "rpm", &name)? as u32,
-                tpm: positive(&j.tpm, "tpm", &name)? as u32,
-                max_concurrency: positive(&j.max_concurrency, "max_concurrency", &name)? as u32,
-                timeout_secs: positive(&j.timeout_secs, "timeout_secs", &name)?,
-                max_attempts: positive(&j.max_attempts, "max_attempts", &name)? as u32,
-                temperature,
-                max_output_tokens: opt(&j.max_output_tokens, "max_output_tokens", 4096)? as u32,
-                repeats: opt(&j.repeats, "repeats", 1)? as u32,
-                retry_base_ms: opt(&j.retry_base_ms, "retry_base_ms", 1000)?,
-                retry_max_secs: opt(&j.retry_max_secs, "retry_max_secs", 60)?,
-                anthropic_version,
-            });
+            judges.push(judge);
         }
         let quorum = match &file.vote.quorum {
             Some(q) => {
                 let n = *q.get_ref();
                 if n < 1 || n as usize > judges.len() {
-                    return Err(at(q.span(), format!("quorum must be between 1 and the number of judges ({}), got {n}", judges.len())));
+                    let msg = format!("quorum must be between 1 and the number of judges ({}), got {n}", judges.len());
+                    return Err(loc.at(q.span(), msg));
                 }
                 n as usize
             }
@@ -232,6 +293,83 @@ impl PanelConfig {
         };
         Ok(PanelConfig { judges, quorum })
     }
+}
+
+/// Validates one `[[judge]]` table.
+fn judge(loc: &Locator<'_>, j: &JudgeFile) -> Result<JudgeConfig, ConfigError> {
+    let name = j.name.get_ref().trim().to_string();
+    if name.is_empty() {
+        return Err(loc.at(j.name.span(), "judge name is empty".into()));
+    }
+    let n = name.as_str();
+    let temperature = match &j.temperature {
+        Some(t) if !(0.0..=2.0).contains(t.get_ref()) => {
+            return Err(loc.at(t.span(), format!("judge '{n}': temperature must be within 0..2, got {}", t.get_ref())));
+        }
+        t => t.as_ref().map(|t| *t.get_ref()),
+    };
+    let anthropic_version = anthropic_version(loc, j, n)?;
+    if let (Provider::Anthropic, Some(t)) = (j.provider, &j.temperature)
+        && anthropic_version.as_str() >= "2026-10-21"
+    {
+        let msg = format!(
+            "judge '{n}': anthropic-version {anthropic_version} does not accept temperature; remove it, or pin anthropic_version = \"2023-06-01\" with a model that still takes it"
+        );
+        return Err(loc.at(t.span(), msg));
+    }
+    let base_url = j.base_url.clone().unwrap_or_else(|| j.provider.default_base_url().to_string());
+    let base_url = base_url.trim_end_matches('/').to_string();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(loc.at(j.name.span(), format!("judge '{n}': base_url must start with http:// or https://, got {base_url:?}")));
+    }
+    if j.provider != Provider::Openai && (j.output_tokens_field.is_some() || j.structured_output.is_some()) {
+        let msg = format!("judge '{n}': output_tokens_field and structured_output apply to provider \"openai\" only");
+        return Err(loc.at(j.name.span(), msg));
+    }
+    let api_key_env = match j.api_key_env.as_deref().map(str::trim) {
+        Some("") => None,
+        Some(env) => Some(env.to_string()),
+        None => Some(j.provider.default_key_env().to_string()),
+    };
+    Ok(JudgeConfig {
+        name: name.clone(),
+        provider: j.provider,
+        model: j.model.clone(),
+        base_url,
+        api_key_env,
+        rpm: loc.int(&j.rpm, "rpm", n, 1, 1_000_000)? as u32,
+        tpm: loc.int(&j.tpm, "tpm", n, 1, 1_000_000_000)? as u32,
+        max_concurrency: loc.int(&j.max_concurrency, "max_concurrency", n, 1, 1024)? as u32,
+        timeout_secs: loc.int(&j.timeout_secs, "timeout_secs", n, 1, 3600)?,
+        max_attempts: loc.int(&j.max_attempts, "max_attempts", n, 1, 20)? as u32,
+        temperature,
+        max_output_tokens: loc.opt(&j.max_output_tokens, "max_output_tokens", n, (1, 1_000_000), DEFAULT_MAX_OUTPUT_TOKENS)? as u32,
+        repeats: loc.opt(&j.repeats, "repeats", n, (1, 100), 1)? as u32,
+        retry_base_ms: loc.opt(&j.retry_base_ms, "retry_base_ms", n, (1, 60_000), DEFAULT_RETRY_BASE_MS)?,
+        retry_max_secs: loc.opt(&j.retry_max_secs, "retry_max_secs", n, (1, 3600), DEFAULT_RETRY_MAX_SECS)?,
+        anthropic_version,
+        output_tokens_field: j.output_tokens_field.unwrap_or_default(),
+        structured_output: j.structured_output.unwrap_or_default(),
+        max_reply_bytes: loc.opt(&j.max_reply_bytes, "max_reply_bytes", n, (1024, 1 << 30), DEFAULT_MAX_REPLY_BYTES)?,
+    })
+}
+
+/// `anthropic_version`: a date, YYYY-MM-DD, as the API names its versions.
+fn anthropic_version(loc: &Locator<'_>, j: &JudgeFile, judge: &str) -> Result<String, ConfigError> {
+    let Some(v) = &j.anthropic_version else { return Ok(ANTHROPIC_VERSION.to_string()) };
+    let s = v.get_ref().trim();
+    let b = s.as_bytes();
+    let is_date = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+        && (1..=12).contains(&s[5..7].parse::<u32>().unwrap_or(0))
+        && (1..=31).contains(&s[8..10].parse::<u32>().unwrap_or(0));
+    if !is_date {
+        let msg = format!("judge '{judge}': anthropic_version must be a date like \"{ANTHROPIC_VERSION}\", got {s:?}");
+        return Err(loc.at(v.span(), msg));
+    }
+    Ok(s.to_string())
 }
 
 #[cfg(test)]
@@ -263,23 +401,48 @@ max_attempts = 3
         let p = PanelConfig::parse(ONE, "p.toml").expect("loads");
         let j = &p.judges[0];
         assert_eq!(j.base_url, "https://api.openai.com/v1");
-        assert_eq!(j.api_key_env, "OPENAI_API_KEY");
+        assert_eq!(j.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
         assert_eq!((j.repeats, j.max_output_tokens), (1, 4096));
+        assert_eq!((j.output_tokens_field, j.structured_output), (OutputTokensField::MaxCompletionTokens, StructuredOutput::JsonSchema));
         assert_eq!(p.quorum, 1);
+        let keyless = PanelConfig::parse(&ONE.replace("model = \"m\"", "model = \"m\"\napi_key_env = \"\""), "p.toml").expect("loads");
+        assert_eq!(keyless.judges[0].api_key_env, None, "an empty api_key_env means no key");
+    }
+
+    fn error(text: &str) -> String {
+        PanelConfig::parse(text, "p.toml").err().map(|e| e.to_string()).unwrap_or_default()
     }
 
     #[test]
     fn unknown_keys_and_bad_values_name_the_line() {
-        let e = PanelConfig::parse(&format!("{ONE}colour = \"red\"\n"), "p.toml").unwrap_err().to_string();
+        let e = error(&format!("{ONE}colour = \"red\"\n"));
         assert!(e.contains("line 11") && e.contains("unknown field `colour`"), "{e}");
-        let e = PanelConfig::parse(&ONE.replace("rpm = 60", "rpm = 0"), "p.toml").unwrap_err().to_string();
-        assert_eq!(e, "panel file p.toml: line 6: judge 'j': rpm must be a positive integer, got 0");
-        let e = PanelConfig::parse(&ONE.replace("provider = \"openai\"", "provider = \"mistral\""), "p.toml").unwrap_err().to_string();
+        assert_eq!(
+            error(&ONE.replace("rpm = 60", "rpm = 0")),
+            "panel file p.toml: line 6: judge 'j': rpm must be between 1 and 1000000, got 0"
+        );
+        let e = error(&ONE.replace("provider = \"openai\"", "provider = \"mistral\""));
         assert!(e.contains("line 4") && e.contains("unknown variant `mistral`"), "{e}");
-        let e = PanelConfig::parse(&format!("{ONE}\n[vote]\nquorum = 3\n"), "p.toml").unwrap_err().to_string();
+        let e = error(&format!("{ONE}\n[vote]\nquorum = 3\n"));
         assert!(e.contains("line 13") && e.contains("quorum must be between 1 and the number of judges (1)"), "{e}");
         let anthropic = ONE.replace("\"openai\"", "\"anthropic\"").replace("max_attempts = 3", "max_attempts = 3\ntemperature = 0.0");
-        let e = PanelConfig::parse(&anthropic, "p.toml").unwrap_err().to_string();
+        let e = error(&anthropic);
         assert!(e.contains("line 11") && e.contains("does not accept temperature"), "{e}");
+    }
+
+    #[test]
+    fn values_out_of_any_sane_range_are_errors() {
+        let e = error(&ONE.replace("max_attempts = 3", "max_attempts = 1000000"));
+        assert_eq!(e, "panel file p.toml: line 10: judge 'j': max_attempts must be between 1 and 20, got 1000000");
+        let anthropic = ONE.replace("\"openai\"", "\"anthropic\"");
+        let e = error(&format!("{anthropic}anthropic_version = \"latest\"\n"));
+        assert!(e.contains("line 11") && e.contains("anthropic_version must be a date"), "{e}");
+        let e = error(&format!("{anthropic}anthropic_version = \"2023-13-01\"\n"));
+        assert!(e.contains("must be a date"), "{e}");
+        assert!(error(&format!("{anthropic}anthropic_version = \"2023-06-01\"\n")).is_empty());
+        let e = error(&format!("{anthropic}structured_output = \"json_object\"\n"));
+        assert!(e.contains("apply to provider \"openai\" only"), "{e}");
+        let e = error(&ONE.replace("timeout_secs = 30", "timeout_secs = 0"));
+        assert!(e.contains("timeout_secs must be between 1 and 3600"), "{e}");
     }
 }

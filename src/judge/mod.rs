@@ -1,34 +1,37 @@
 //! Judges: one LLM behind one provider, called under its limits, with
 //! retries, structured verdicts and a cache.
 //!
-//! Owns: the life of one call — cache lookup, pacing, the HTTP exchange,
-//! retry policy (backon: exponential backoff with jitter, honouring
-//! `retry-after-ms` / `Retry-After` / Gemini's `retryDelay`), turning the
-//! reply into votes, and storing it. Must never lose an answer it paid for
-//! (each is committed before the call returns), never turn a failure into a
-//! FAIL (failures are abstentions with their reason), and never let an API
-//! key reach a log, an error, the cache or the results.
+//! Owns: the life of one call — cache lookup, de-duplication (identical
+//! calls in this process share one request; across processes a lease in
+//! the cache lets one of them send it), pacing, the HTTP exchange, retry
+//! policy (backon: exponential backoff with jitter, honouring the server's
+//! delay), turning the reply into votes, and storing it. Must never lose an
+//! answer it paid for (each is stored, or journalled, before the call
+//! returns), never turn a failure into a FAIL (failures are abstentions
+//! with their reason), never cache a truncated or unusable reply, and never
+//! let an API key reach a log, an error, the cache or the results.
 
 pub mod config;
+mod http;
 pub mod limiter;
 pub mod provider;
 pub mod verdicts;
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
 use serde::Serialize;
+use tokio::sync::OnceCell;
 
-use crate::cache::{Cache, CallKey, StoredResponse};
+use crate::cache::{Cache, CallKey, Lease, Outcome, StoredResponse};
+use crate::prompt::Prompt;
 use config::JudgeConfig;
 use limiter::Limiter;
-use provider::{Reply, Usage};
+use provider::{ErrorClass, Reply, Usage};
 use verdicts::JudgeVote;
-
-use crate::prompt::Prompt;
 
 /// Running totals for one judge, handed to the results.
 #[derive(Default)]
@@ -40,21 +43,33 @@ pub struct Counters {
     pub input_tokens: AtomicU64,
     pub output_tokens: AtomicU64,
     pub cached_tokens: AtomicU64,
+    pub cache_write_tokens: AtomicU64,
+    pub rate_limited: AtomicU64,
 }
 
 /// A copy of [`Counters`] at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct CounterSnapshot {
+    /// HTTP requests sent (retries included).
     pub requests: u64,
+    /// Calls answered from the cache.
     pub cache_hits: u64,
     pub retries: u64,
+    /// Calls that ended without an answer.
     pub failures: u64,
+    /// Billed prompt tokens, of every 2xx reply (unusable ones too).
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cached_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+    /// Replies with status 429.
+    #[serde(default)]
+    pub rate_limited: u64,
 }
 
 impl Counters {
+    /// The totals now.
     pub fn snapshot(&self) -> CounterSnapshot {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         CounterSnapshot {
@@ -65,12 +80,15 @@ impl Counters {
             input_tokens: l(&self.input_tokens),
             output_tokens: l(&self.output_tokens),
             cached_tokens: l(&self.cached_tokens),
+            cache_write_tokens: l(&self.cache_write_tokens),
+            rate_limited: l(&self.rate_limited),
         }
     }
     fn add_usage(&self, u: &Usage) {
         self.input_tokens.fetch_add(u.input, Ordering::Relaxed);
         self.output_tokens.fetch_add(u.output, Ordering::Relaxed);
         self.cached_tokens.fetch_add(u.cached, Ordering::Relaxed);
+        self.cache_write_tokens.fetch_add(u.cache_write, Ordering::Relaxed);
     }
 }
 
@@ -86,6 +104,17 @@ pub struct CallResult {
     pub failure: Option<String>,
 }
 
+/// How a judge authenticates.
+#[derive(Clone)]
+pub enum Auth {
+    /// The server needs no key (`api_key_env = ""`).
+    None,
+    /// A key (never printed: `Auth` has no Debug impl on purpose).
+    Key(String),
+    /// The key's environment variable is unset or empty.
+    Missing { env: String },
+}
+
 enum AttemptError {
     Retryable {
         message: String,
@@ -95,10 +124,13 @@ enum AttemptError {
     Fatal {
         message: String,
     },
-    /// No call to this judge can succeed (401, 403, 404: key, access,
-    /// model or base_url): traffic to it stops for the run.
+    /// No call to this judge can succeed: traffic to it stops for the run.
     JudgeDown {
         message: String,
+    },
+    /// The judge was stopped by another call while this one waited.
+    Stopped {
+        reason: String,
     },
 }
 
@@ -106,80 +138,202 @@ impl AttemptError {
     fn message(&self) -> &str {
         match self {
             AttemptError::Retryable { message, .. } | AttemptError::Fatal { message } | AttemptError::JudgeDown { message } => message,
+            AttemptError::Stopped { reason } => reason,
         }
     }
+}
+
+/// How long a lease on an in-flight call lasts without renewal; the owner
+/// renews it every third of that while the call is in flight. (A killed
+/// owner on the same machine is noticed at once; on another, at expiry.)
+const LEASE: Duration = Duration::from_secs(30);
+
+/// Why a judge could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("judge '{judge}': cannot build an HTTP client: {message}")]
+pub struct JudgeError {
+    pub judge: String,
+    pub message: String,
 }
 
 /// One configured judge, ready to call.
 pub struct Judge {
     pub config: JudgeConfig,
-    /// The API key. Never printed: `Judge` has no Debug impl on purpose.
-    key: Option<String>,
+    auth: Auth,
     http: reqwest::Client,
     limiter: Limiter,
     pub counters: Counters,
-    /// Set after a non-retryable error: no more traffic to this judge.
-    disabled: Mutex<Option<String>>,
+    /// Set after a reply that means no call can succeed.
+    stopped: Mutex<Option<String>>,
+    /// Calls in flight in this process, by call digest.
+    in_flight: Mutex<HashMap<String, Arc<OnceCell<CallResult>>>>,
+    /// This process's name on leases.
+    owner: String,
 }
 
 impl Judge {
     /// Builds a judge; the key is read from the environment variable the
-    /// config names (absent or empty = no key).
-    pub fn from_env(config: JudgeConfig) -> Result<Judge, String> {
-        let key = std::env::var(&config.api_key_env).ok().filter(|k| !k.trim().is_empty());
-        Judge::new(config, key)
+    /// config names (absent or empty = missing).
+    pub fn from_env(config: JudgeConfig) -> Result<Judge, JudgeError> {
+        let auth = match &config.api_key_env {
+            None => Auth::None,
+            Some(env) => match std::env::var(env).ok().filter(|k| !k.trim().is_empty()) {
+                Some(key) => Auth::Key(key),
+                None => Auth::Missing { env: env.clone() },
+            },
+        };
+        Judge::new(config, auth)
     }
 
-    pub fn new(config: JudgeConfig, key: Option<String>) -> Result<Judge, String> {
+    /// Builds a judge with the given authentication.
+    pub fn new(config: JudgeConfig, auth: Auth) -> Result<Judge, JudgeError> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(config.timeout_secs))
             .connect_timeout(Duration::from_secs(config.timeout_secs.min(10)))
             .build()
-            .map_err(|e| format!("judge '{}': cannot build an HTTP client: {e}", config.name))?;
+            .map_err(|e| JudgeError { judge: config.name.clone(), message: e.to_string() })?;
         let limiter = Limiter::new(config.rpm, config.tpm, config.max_concurrency);
-        Ok(Judge { config, key, http, limiter, counters: Counters::default(), disabled: Mutex::new(None) })
+        let owner = crate::cache::lease_owner(&format!("{}-{:x}", config.name, rand_u64()));
+        Ok(Judge {
+            config,
+            auth,
+            http,
+            limiter,
+            counters: Counters::default(),
+            stopped: Mutex::new(None),
+            in_flight: Mutex::new(HashMap::new()),
+            owner,
+        })
     }
 
-    pub fn has_key(&self) -> bool {
-        self.key.is_some()
+    /// Whether this judge can be called: it has a key or needs none.
+    pub fn can_call(&self) -> bool {
+        !matches!(self.auth, Auth::Missing { .. })
     }
 
-    fn call_key<'a>(&'a self, prompt: &'a Prompt, repeat: u32, params: &'a str) -> CallKey<'a> {
+    /// The environment variable a missing key should be set in.
+    pub fn missing_key(&self) -> Option<&str> {
+        match &self.auth {
+            Auth::Missing { env } => Some(env),
+            _ => None,
+        }
+    }
+
+    /// Why traffic to this judge stopped, if it did.
+    pub fn stopped(&self) -> Option<String> {
+        self.stopped.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The cache key of one call.
+    pub fn call_key(&self, prompt: &Prompt, repeat: u32) -> CallKey {
         CallKey {
-            provider: self.config.provider.as_str(),
-            model: &self.config.model,
-            params,
-            template_version: &prompt.template_version,
-            prompt_hash: &prompt.hash,
+            provider: self.config.provider.as_str().to_string(),
+            model: self.config.model.clone(),
+            params: self.config.call_params(),
+            template_version: prompt.template_version.clone(),
+            prompt_hash: prompt.hash.clone(),
             repeat,
         }
     }
 
     /// Whether this call is already answered in the cache.
     pub fn is_cached(&self, prompt: &Prompt, repeat: u32, cache: &Cache) -> bool {
-        let params = self.config.call_params();
-        matches!(cache.get_response(&self.call_key(prompt, repeat, &params)), Ok(Some(_)))
+        matches!(cache.get_response(&self.call_key(prompt, repeat)), Ok(Some(_)))
     }
 
-    /// Asks this judge about every rubric of `prompt`.
-    pub async fn call(&self, prompt: &Prompt, repeat: u32, cache: &Cache) -> CallResult {
-        let params = self.config.call_params();
-        let key = self.call_key(prompt, repeat, &params);
-        match cache.get_response(&key) {
+    /// Asks this judge about every rubric of `prompt`. Identical calls in
+    /// flight at once (from any task of this process) share one request.
+    pub async fn call(&self, prompt: &Prompt, repeat: u32, cache: &Arc<Cache>) -> CallResult {
+        let key = self.call_key(prompt, repeat);
+        if let Some(hit) = self.cached(&key, prompt, cache).await {
+            return hit;
+        }
+        let digest = key.digest();
+        let cell = {
+            let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(digest.clone()).or_default().clone()
+        };
+        let result = cell.get_or_init(|| self.leased(prompt, &key, cache)).await.clone();
+        let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        if map.get(&digest).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+            map.remove(&digest);
+        }
+        result
+    }
+
+    async fn cached(&self, key: &CallKey, prompt: &Prompt, cache: &Arc<Cache>) -> Option<CallResult> {
+        let owned = key.clone();
+        match cache.blocking(move |c| c.get_response(&owned)).await {
             Ok(Some(stored)) => {
                 self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-                return votes_from_stored(&stored, prompt, true);
+                Some(votes_from_stored(&stored, prompt, true))
             }
-            Ok(None) => {}
-            Err(e) => tracing::warn!("{e}; calling the judge instead"),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!("{e}; calling the judge instead");
+                None
+            }
         }
-        if let Some(reason) = self.disabled.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+    }
+
+    /// Sends the call once no other process has it in flight; waits for
+    /// that process's answer otherwise.
+    async fn leased(&self, prompt: &Prompt, key: &CallKey, cache: &Arc<Cache>) -> CallResult {
+        if !self.can_call() || self.stopped().is_some() {
+            return self.fresh(prompt, key, cache).await;
+        }
+        let mut waited = false;
+        loop {
+            let (k, owner) = (key.clone(), self.owner.clone());
+            match cache.blocking(move |c| c.claim(&k, &owner, LEASE)).await {
+                Ok(Lease::Granted) => break,
+                Ok(Lease::HeldElsewhere) => {
+                    if !waited {
+                        tracing::debug!(judge = %self.config.name, "another process has this call in flight; waiting for its answer");
+                        waited = true;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    if let Some(hit) = self.cached(key, prompt, cache).await {
+                        return hit;
+                    }
+                }
+                // A store that cannot lease still lets the call go out.
+                Err(e) => {
+                    tracing::warn!("{e}; sending without a lease");
+                    break;
+                }
+            }
+        }
+        if waited && let Some(hit) = self.cached(key, prompt, cache).await {
+            return hit;
+        }
+        let renew = {
+            let (k, owner, cache) = (key.clone(), self.owner.clone(), cache.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(LEASE / 3).await;
+                    let (k, owner) = (k.clone(), owner.clone());
+                    let _ = cache.blocking(move |c| c.claim(&k, &owner, LEASE)).await;
+                }
+            })
+        };
+        let result = self.fresh(prompt, key, cache).await;
+        renew.abort();
+        let (k, owner) = (key.clone(), self.owner.clone());
+        let _ = cache.blocking(move |c| c.release(&k, &owner)).await;
+        result
+    }
+
+    /// A call not in the cache: paced, retried, stored.
+    async fn fresh(&self, prompt: &Prompt, key: &CallKey, cache: &Arc<Cache>) -> CallResult {
+        if let Some(reason) = self.stopped() {
             return abstain_all(prompt, format!("judge stopped earlier in this run: {reason}"), 0);
         }
-        let Some(api_key) = &self.key else {
-            return abstain_all(prompt, format!("no API key: set {}", self.config.api_key_env), 0);
+        let api_key = match &self.auth {
+            Auth::Missing { env } => return abstain_all(prompt, format!("no API key: set {env}"), 0),
+            Auth::None => None,
+            Auth::Key(k) => Some(k.as_str()),
         };
-
         let attempts = AtomicU32::new(0);
         let started = Instant::now();
         let estimate = prompt.estimated_tokens() + u64::from(self.config.max_output_tokens);
@@ -188,21 +342,13 @@ impl Judge {
                 self.counters.retries.fetch_add(1, Ordering::Relaxed);
             }
             let _permit = self.limiter.acquire(estimate).await;
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            let reply = self.exchange(api_key, prompt).await?;
-            match reply {
-                Reply::Text { text, usage } => {
-                    self.counters.add_usage(&usage);
-                    match verdicts::parse(&text, &prompt.rubric_ids) {
-                        Ok(_) => Ok(StoredResponse { outcome: "text".into(), text, usage, latency_ms: 0, attempts: 0 }),
-                        Err(message) => Err(AttemptError::Retryable { message, retry_after: None }),
-                    }
-                }
-                Reply::Declined { reason, usage } => {
-                    self.counters.add_usage(&usage);
-                    Ok(StoredResponse { outcome: "declined".into(), text: reason, usage, latency_ms: 0, attempts: 0 })
-                }
+            // Checked again after the wait: a judge stopped meanwhile gets
+            // no more requests.
+            if let Some(reason) = self.stopped() {
+                return Err(AttemptError::Stopped { reason: format!("judge stopped earlier in this run: {reason}") });
             }
+            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.attempt(api_key, prompt).await
         };
         let cap = Duration::from_secs(self.config.retry_max_secs);
         let policy = ExponentialBuilder::default()
@@ -221,91 +367,117 @@ impl Judge {
                     _ => d,
                 })
             })
-            .notify(|e, delay| {
-                tracing::debug!(judge = %self.config.name, "retrying in {delay:?}: {}", e.message());
-            })
+            .notify(|e, delay| tracing::debug!(judge = %self.config.name, "retrying in {delay:?}: {}", e.message()))
             .await;
         let attempts = attempts.load(Ordering::Relaxed);
         match result {
             Ok(mut stored) => {
                 stored.latency_ms = started.elapsed().as_millis() as u64;
                 stored.attempts = attempts;
-                if let Err(e) = cache.put_response(&key, &stored) {
-                    tracing::error!("could not store judge '{}''s answer: {e}", self.config.name);
+                let (k, s) = (key.clone(), stored.clone());
+                if let Err(e) = cache.blocking(move |c| c.keep_response(&k, &s)).await {
+                    tracing::error!("judge '{}': its answer could not be stored or journalled: {e}", self.config.name);
                 }
                 let mut out = votes_from_stored(&stored, prompt, false);
                 out.attempts = attempts;
                 out
             }
-            Err(AttemptError::Fatal { message }) => {
-                self.counters.failures.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("{message}");
-                abstain_all(prompt, message, attempts)
+            Err(e) => self.failed(prompt, e, attempts),
+        }
+    }
+
+    /// One request and what its reply means.
+    async fn attempt(&self, api_key: Option<&str>, prompt: &Prompt) -> Result<StoredResponse, AttemptError> {
+        let name = &self.config.name;
+        let req = provider::build(&self.config, api_key, prompt);
+        let received = http::exchange(&self.http, &req, self.config.max_reply_bytes).await.map_err(|e| {
+            let message = match e {
+                http::TransportError::Timeout => format!("judge '{name}': no answer within {} s", self.config.timeout_secs),
+                http::TransportError::Connection(m) => format!("judge '{name}': connection error: {m}"),
+                http::TransportError::TooLarge { limit } => {
+                    format!("judge '{name}': the reply is larger than {limit} bytes (max_reply_bytes)")
+                }
+            };
+            AttemptError::Retryable { message, retry_after: None }
+        })?;
+        if (200..300).contains(&received.status) {
+            return self.answer(prompt, &received.body);
+        }
+        if received.status == 429 {
+            self.counters.rate_limited.fetch_add(1, Ordering::Relaxed);
+        }
+        let provider = self.config.provider;
+        let message =
+            format!("judge '{name}' ({}): HTTP {}: {}", provider.as_str(), received.status, provider::error_message(&received.body));
+        let class = match (provider::classify(provider, received.status, &received.body), received.should_retry) {
+            (ErrorClass::JudgeDown, _) => ErrorClass::JudgeDown,
+            (_, Some(true)) => ErrorClass::Retryable,
+            (_, Some(false)) => ErrorClass::Fatal,
+            (class, None) => class,
+        };
+        Err(match class {
+            ErrorClass::Retryable => AttemptError::Retryable { message, retry_after: received.retry_after },
+            ErrorClass::JudgeDown => AttemptError::JudgeDown { message },
+            ErrorClass::Fatal => AttemptError::Fatal { message },
+        })
+    }
+
+    /// A 2xx body: an answer to store, or a failed attempt. Its usage is
+    /// counted either way: the provider billed it.
+    fn answer(&self, prompt: &Prompt, body: &str) -> Result<StoredResponse, AttemptError> {
+        let name = &self.config.name;
+        let stored = |outcome, text, usage| StoredResponse { outcome, text, usage, latency_ms: 0, attempts: 0 };
+        match provider::parse(self.config.provider, body) {
+            Ok(Reply::Text { text, usage }) => {
+                self.counters.add_usage(&usage);
+                match verdicts::parse(&text, &prompt.rubric_ids) {
+                    Ok(_) => Ok(stored(Outcome::Text, text, usage)),
+                    Err(message) => Err(AttemptError::Retryable { message: format!("judge '{name}': {message}"), retry_after: None }),
+                }
             }
-            Err(AttemptError::JudgeDown { message }) => {
-                self.counters.failures.fetch_add(1, Ordering::Relaxed);
-                tracing::error!("{message}; no more calls go to judge '{}' in this run", self.config.name);
-                let mut disabled = self.disabled.lock().unwrap_or_else(|p| p.into_inner());
-                disabled.get_or_insert(message.clone());
-                abstain_all(prompt, message, attempts)
+            Ok(Reply::Declined { reason, usage }) => {
+                self.counters.add_usage(&usage);
+                Ok(stored(Outcome::Declined, reason, usage))
             }
-            Err(AttemptError::Retryable { message, .. }) => {
-                self.counters.failures.fetch_add(1, Ordering::Relaxed);
-                abstain_all(prompt, format!("judge '{}' failed after {attempts} attempt(s): {message}", self.config.name), attempts)
+            Err(unusable) => {
+                self.counters.add_usage(&unusable.usage);
+                Err(AttemptError::Retryable { message: format!("judge '{name}': {}", unusable.message), retry_after: None })
             }
         }
     }
 
-    /// One HTTP request and the classification of its outcome.
-    async fn exchange(&self, api_key: &str, prompt: &Prompt) -> Result<Reply, AttemptError> {
-        let req = provider::build(&self.config, api_key, prompt);
-        let mut builder = self.http.post(&req.url).json(&req.body);
-        for (name, value) in &req.headers {
-            builder = builder.header(*name, value);
-        }
+    /// A call that ended without an answer: every rubric abstains.
+    fn failed(&self, prompt: &Prompt, e: AttemptError, attempts: u32) -> CallResult {
+        self.counters.failures.fetch_add(1, Ordering::Relaxed);
         let name = &self.config.name;
-        let response = builder.send().await.map_err(|e| transport_error(name, e, self.config.timeout_secs))?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response.text().await.map_err(|e| transport_error(name, e, self.config.timeout_secs))?;
-        if status.is_success() {
-            return provider::parse(self.config.provider, &body)
-                .map_err(|message| AttemptError::Retryable { message: format!("judge '{name}': {message}"), retry_after: None });
-        }
-        let code = status.as_u16();
-        let header = |h: &str| headers.get(h).and_then(|v| v.to_str().ok()).map(str::trim);
-        let retry_after = header("retry-after-ms")
-            .and_then(|v| v.parse::<f64>().ok())
-            .map(|ms| ms / 1000.0)
-            .or_else(|| header("retry-after").and_then(|v| v.parse::<f64>().ok()))
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64)
-            .or_else(|| header("retry-after").and_then(provider::http_date_delay))
-            .or_else(|| provider::retry_delay_in_body(&body));
-        let message = format!("judge '{name}' ({}): HTTP {code}: {}", self.config.provider.as_str(), provider::error_message(&body));
-        let retryable = match header("x-should-retry") {
-            Some("true") => true,
-            Some("false") => false,
-            _ => matches!(code, 408 | 409 | 429 | 500 | 502 | 503 | 504 | 529) || code >= 500,
-        };
-        if retryable {
-            Err(AttemptError::Retryable { message, retry_after })
-        } else if matches!(code, 401 | 403 | 404) {
-            Err(AttemptError::JudgeDown { message })
-        } else {
-            Err(AttemptError::Fatal { message })
+        match e {
+            AttemptError::Fatal { message } => {
+                tracing::warn!("{message}");
+                abstain_all(prompt, message, attempts)
+            }
+            AttemptError::JudgeDown { message } => {
+                let mut stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+                if stopped.is_none() {
+                    // Once per judge, however many calls were in flight.
+                    tracing::error!("{message}; no more calls go to judge '{name}' in this run");
+                    *stopped = Some(message.clone());
+                }
+                abstain_all(prompt, format!("judge stopped: {message}"), attempts)
+            }
+            AttemptError::Stopped { reason } => abstain_all(prompt, reason, attempts),
+            AttemptError::Retryable { message, .. } => {
+                abstain_all(prompt, format!("judge '{name}' failed after {attempts} attempt(s): {message}"), attempts)
+            }
         }
     }
 }
 
-fn transport_error(judge: &str, e: reqwest::Error, timeout: u64) -> AttemptError {
-    let message = if e.is_timeout() {
-        format!("judge '{judge}': no answer within {timeout} s")
-    } else {
-        // without_url: the URL holds no secret, but keep errors short.
-        format!("judge '{judge}': connection error: {}", e.without_url())
-    };
-    AttemptError::Retryable { message, retry_after: None }
+/// A little randomness for lease owner names, without a crate.
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos());
+    h.finish()
 }
 
 fn abstain_all(prompt: &Prompt, reason: String, attempts: u32) -> CallResult {
@@ -314,15 +486,14 @@ fn abstain_all(prompt: &Prompt, reason: String, attempts: u32) -> CallResult {
 }
 
 fn votes_from_stored(stored: &StoredResponse, prompt: &Prompt, from_cache: bool) -> CallResult {
-    let votes = if stored.outcome == "declined" {
-        prompt.rubric_ids.iter().map(|id| (id.clone(), JudgeVote::Abstain { reason: stored.text.clone() })).collect()
-    } else {
-        match verdicts::parse(&stored.text, &prompt.rubric_ids) {
+    let votes = match stored.outcome {
+        Outcome::Declined => prompt.rubric_ids.iter().map(|id| (id.clone(), JudgeVote::Abstain { reason: stored.text.clone() })).collect(),
+        Outcome::Text => match verdicts::parse(&stored.text, &prompt.rubric_ids) {
             Ok(v) => v,
             // Only parseable replies are stored; a template change that
             // renamed rubrics would land here.
             Err(reason) => prompt.rubric_ids.iter().map(|id| (id.clone(), JudgeVote::Abstain { reason: reason.clone() })).collect(),
-        }
+        },
     };
     CallResult { votes, usage: stored.usage, from_cache, attempts: stored.attempts, failure: None }
 }

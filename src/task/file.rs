@@ -53,6 +53,8 @@ struct RubricFile {
     kind: Option<String>,
     #[serde(default)]
     check: Option<serde_json::Value>,
+    #[serde(default)]
+    required: Option<bool>,
 }
 
 /// Metadata from a Harbor `task.toml` `[metadata]` table, filling fields
@@ -224,6 +226,7 @@ fn rubric(path: &Path, i: usize, r: &RubricFile) -> Result<Rubric, TaskError> {
         justification: r.justification.clone().unwrap_or_default().trim().to_string(),
         category: normalise_category(r.category.as_deref().unwrap_or("")),
         weight: weight as i32,
+        required: r.required.unwrap_or(false),
         check,
     })
 }

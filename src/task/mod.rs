@@ -14,7 +14,7 @@ pub mod check_spec;
 mod file;
 mod outputs;
 
-pub use outputs::{Output, Outputs, find_outputs};
+pub use outputs::{Output, Outputs, find_outputs, unusable_reason};
 
 /// The five rubric dimensions, spelled as the reference benchmark spells them.
 pub const CATEGORIES: [&str; 5] =
@@ -49,12 +49,29 @@ pub struct Rubric {
     pub category: String,
     /// −10..=10, non-zero; negative = penalty for an undesirable edit.
     pub weight: i32,
+    /// If this item is not met, the reward is 0 (`"required": true`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
     /// A deterministic check (`"kind": "check"`); `None` = a judge item.
     #[serde(skip)]
     pub check: Option<check_spec::PreparedCheck>,
 }
 
 impl Rubric {
+    /// A judge item.
+    pub fn llm(id: &str, criteria: &str, category: &str, weight: i32) -> Rubric {
+        Rubric {
+            id: id.to_string(),
+            criteria: criteria.to_string(),
+            justification: String::new(),
+            category: category.to_string(),
+            weight,
+            required: false,
+            check: None,
+        }
+    }
+
+    /// Whether a deterministic check grades this item (not a judge).
     pub fn is_check(&self) -> bool {
         self.check.is_some()
     }
@@ -97,6 +114,35 @@ pub struct Task {
 }
 
 impl Task {
+    /// A task whose scenario, turn, input group and variant are read from
+    /// its name (`redline-s{S}-t{T}-g{NN}{v}`; another name gives scenario
+    /// "1", turn 1 and the name as its group). Parties default to "Side A"
+    /// and "Side B"; set the public fields for anything else.
+    pub fn named(name: &str, side: Side, author: &str, rubrics: Vec<Rubric>) -> Task {
+        let parsed = parse_task_name(name);
+        let (us, them) = match side {
+            Side::A => ("Side A", "Side B"),
+            Side::B => ("Side B", "Side A"),
+        };
+        Task {
+            name: name.to_string(),
+            scenario: parsed.as_ref().map(|p| p.scenario.clone()).unwrap_or_else(|| "1".into()),
+            scenario_label: None,
+            side,
+            turn: parsed.as_ref().map(|p| p.turn).unwrap_or(1),
+            input_group: parsed.as_ref().map(|p| p.group.clone()).unwrap_or_else(|| name.to_string()),
+            variant: parsed.and_then(|p| p.variant),
+            represented_party: us.into(),
+            counterparty: them.into(),
+            author: author.to_string(),
+            rubrics,
+            source: PathBuf::new(),
+            input: None,
+            input_doc: None,
+            input_sha: None,
+        }
+    }
+
     /// The judge items (everything but checks).
     pub fn llm_rubrics(&self) -> impl Iterator<Item = &Rubric> {
         self.rubrics.iter().filter(|r| !r.is_check())

@@ -22,6 +22,30 @@ pub struct Outputs {
     pub found: Vec<Output>,
     /// Output-looking files whose task is not among the tasks loaded.
     pub unmatched: Vec<PathBuf>,
+    /// Files named after a task that cannot be scored, with the reason
+    /// (a legacy .doc, a PDF, …).
+    pub unusable: Vec<(PathBuf, String)>,
+}
+
+/// Why a file named like an output cannot be scored; `None` for a .docx.
+pub fn unusable_reason(path: &Path) -> Option<String> {
+    let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "docx" => None,
+        "doc" => Some("a legacy Word 97-2003 .doc: open it in Word and save it as .docx".into()),
+        "docm" | "dotx" | "dotm" => Some(format!("a Word .{ext} file: save it as a Word Document (.docx)")),
+        "pdf" => Some("a PDF holds no tracked changes: the output must be the .docx itself".into()),
+        "odt" | "fodt" => Some("an OpenDocument text: save it as Word (.docx) with changes still tracked".into()),
+        "rtf" => Some("an RTF file: save it as .docx".into()),
+        "" => Some("no file extension: outputs must be .docx files".into()),
+        other => Some(format!("not a .docx (.{other}): outputs must be Word .docx files")),
+    }
+}
+
+/// `name` minus its extension when the rest is a known task.
+fn task_stem<'a>(name: &'a str, known: &HashSet<&str>) -> Option<&'a str> {
+    let (stem, _) = name.rsplit_once('.')?;
+    known.contains(stem).then_some(stem)
 }
 
 /// Finds outputs under `dir` for the given task names, in every layout we
@@ -46,20 +70,18 @@ pub fn find_outputs(dir: &Path, task_names: &[String]) -> Result<Outputs, TaskEr
     }
     for p in read(dir)? {
         let name = file_name(&p);
-        if p.is_file() && name.ends_with(".docx") {
-            let task = name.trim_end_matches(".docx").to_string();
-            if known.contains(task.as_str()) {
-                out.found.push(Output { task, trial: "1".into(), path: p });
-            } else {
-                out.unmatched.push(p);
+        if p.is_file() {
+            match (task_stem(&name, &known), unusable_reason(&p)) {
+                (Some(task), None) => out.found.push(Output { task: task.to_string(), trial: "1".into(), path: p }),
+                (Some(_), Some(why)) => out.unusable.push((p, why)),
+                (None, None) => out.unmatched.push(p),
+                (None, Some(_)) => {}
             }
         } else if p.is_dir() && known.contains(name.as_str()) {
-            if p.join("contract.docx").is_file() {
-                out.found.push(Output { task: name.clone(), trial: "1".into(), path: p.join("contract.docx") });
-            }
+            contracts_in(&p, &name, "1", &mut out)?;
             for trial in read(&p)? {
-                if trial.is_dir() && trial.join("contract.docx").is_file() {
-                    out.found.push(Output { task: name.clone(), trial: file_name(&trial), path: trial.join("contract.docx") });
+                if trial.is_dir() {
+                    contracts_in(&trial, &name, &file_name(&trial), &mut out)?;
                 }
             }
         }
@@ -99,6 +121,22 @@ pub fn find_outputs(dir: &Path, task_names: &[String]) -> Result<Outputs, TaskEr
         }
     }
     Ok(out)
+}
+
+/// A `contract.docx` in `dir` is an output; a `contract.<other>` is
+/// listed as unusable.
+fn contracts_in(dir: &Path, task: &str, trial: &str, out: &mut Outputs) -> Result<(), TaskError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| TaskError::Io { path: dir.to_path_buf(), source })?;
+    let mut contracts: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.is_file() && p.file_stem().is_some_and(|s| s == "contract")).collect();
+    contracts.sort();
+    for path in contracts {
+        match unusable_reason(&path) {
+            None => out.found.push(Output { task: task.to_string(), trial: trial.to_string(), path }),
+            Some(why) => out.unusable.push((path, why)),
+        }
+    }
+    Ok(())
 }
 
 fn file_name(p: &Path) -> String {

@@ -13,6 +13,9 @@
 //! an incomplete or pending row into a mean, and never drop a gate failure
 //! from one (it counts as 0).
 
+pub mod agreement;
+pub mod compare;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -323,6 +326,7 @@ mod tests {
             penalty: None,
             total_positive: 10,
             prompt_hash: None,
+            reason: None,
             rubrics: vec![],
         }
     }

@@ -1,0 +1,48 @@
+//! The progress bar: judge calls only (tasks made only of checks need
+//! none), and how many came from the cache.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redjury::pipeline::Progress;
+
+pub struct Bar {
+    bar: Option<indicatif::ProgressBar>,
+    cached: AtomicU64,
+}
+
+impl Bar {
+    /// A bar on stderr when it is a terminal and `shown`.
+    pub fn new(shown: bool) -> Bar {
+        let bar = (shown && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} judge calls · {msg} · ETA {eta}") {
+                bar.set_style(style);
+            }
+            bar
+        });
+        Bar { bar, cached: AtomicU64::new(0) }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn planned(&self, n: u64, _cached: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc_length(n);
+        }
+    }
+
+    fn finished(&self, from_cache: bool) {
+        let cached = if from_cache { self.cached.fetch_add(1, Ordering::Relaxed) + 1 } else { self.cached.load(Ordering::Relaxed) };
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+            bar.set_message(format!("{cached} from the cache"));
+        }
+    }
+}

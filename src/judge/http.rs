@@ -1,0 +1,140 @@
+//! One HTTP exchange with a judge: send, read a reply of bounded size, and
+//! read the server's retry hints.
+//!
+//! Owns: the transport and its limits. Must never read a reply whole into
+//! memory before knowing it fits, and never put a URL or key in an error.
+
+use std::time::Duration;
+
+use super::provider::Request;
+
+/// A reply as received: status, the headers we use, body text.
+pub struct Received {
+    pub status: u16,
+    pub body: String,
+    /// How long the server asked us to wait (`retry-after-ms`,
+    /// `Retry-After` in seconds or as an HTTP date, Gemini's `retryDelay`).
+    pub retry_after: Option<Duration>,
+    /// `x-should-retry`, when the server sent it.
+    pub should_retry: Option<bool>,
+    /// The response headers, for rate-limit hints.
+    pub headers: reqwest::header::HeaderMap,
+}
+
+/// Why no reply was received.
+pub enum TransportError {
+    Timeout,
+    Connection(String),
+    TooLarge { limit: u64 },
+}
+
+/// Sends `req` and reads the reply, refusing one larger than `max_bytes`.
+pub async fn exchange(client: &reqwest::Client, req: &Request, max_bytes: u64) -> Result<Received, TransportError> {
+    let mut builder = client.post(&req.url).body(req.body.clone());
+    for (name, value) in &req.headers {
+        builder = builder.header(*name, value);
+    }
+    let mut response = builder.send().await.map_err(transport)?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    if response.content_length().is_some_and(|n| n > max_bytes) {
+        return Err(TransportError::TooLarge { limit: max_bytes });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(transport)? {
+        if (body.len() + chunk.len()) as u64 > max_bytes {
+            return Err(TransportError::TooLarge { limit: max_bytes });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let body = String::from_utf8_lossy(&body).into_owned();
+    let header = |h: &str| headers.get(h).and_then(|v| v.to_str().ok()).map(str::trim);
+    let retry_after = header("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|ms| ms / 1000.0)
+        .or_else(|| header("retry-after").and_then(|v| v.parse::<f64>().ok()))
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+        .or_else(|| header("retry-after").and_then(http_date_delay))
+        .or_else(|| retry_delay_in_body(&body));
+    let should_retry = match header("x-should-retry") {
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        _ => None,
+    };
+    Ok(Received { status, body, retry_after, should_retry, headers })
+}
+
+fn transport(e: reqwest::Error) -> TransportError {
+    if e.is_timeout() {
+        TransportError::Timeout
+    } else {
+        // without_url: the URL holds no secret, but keep errors short.
+        TransportError::Connection(e.without_url().to_string())
+    }
+}
+
+/// `Retry-After` as an HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT"): the
+/// time from now until then (zero if it has passed).
+pub fn http_date_delay(value: &str) -> Option<Duration> {
+    let at = parse_http_date(value)?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() as i64;
+    Some(Duration::from_secs(at.saturating_sub(now).max(0) as u64))
+}
+
+/// Seconds since the Unix epoch of an IMF-fixdate (RFC 9110 §5.6.7).
+fn parse_http_date(value: &str) -> Option<i64> {
+    // "Sun, 06 Nov 1994 08:49:37 GMT"
+    let rest = value.trim().split_once(", ")?.1;
+    let parts: Vec<&str> = rest.split_whitespace().collect();
+    let [day, month, year, time, "GMT"] = parts.as_slice() else { return None };
+    let day: i64 = day.parse().ok()?;
+    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let month = months.iter().position(|m| m == month)? as i64 + 1;
+    let year: i64 = year.parse().ok()?;
+    let hms: Vec<i64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let [h, m, s] = hms.as_slice() else { return None };
+    Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s)
+}
+
+/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Gemini's 429 bodies carry `RetryInfo.retryDelay` ("38s").
+fn retry_delay_in_body(body: &str) -> Option<Duration> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let details = v.pointer("/error/details")?.as_array()?;
+    details.iter().find_map(|d| {
+        let delay = d.get("retryDelay")?.as_str()?;
+        let secs: f64 = delay.trim_end_matches('s').parse().ok()?;
+        (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_dates() {
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
+        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(parse_http_date("Mon, 30 Nov 2026 09:00:00 GMT"), Some(1_796_029_200));
+        assert_eq!(parse_http_date("tomorrow"), None);
+        assert_eq!(http_date_delay("Thu, 01 Jan 1970 00:00:00 GMT"), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn retry_info_in_gemini_bodies() {
+        let gemini = r#"{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"38s"}]}}"#;
+        assert_eq!(retry_delay_in_body(gemini), Some(Duration::from_secs(38)));
+    }
+}

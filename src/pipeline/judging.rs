@@ -1,0 +1,121 @@
+//! The judging half of scoring: one call per distinct judge × prompt ×
+//! repeat, votes per rubric, the panel's verdict, and the row settled.
+//!
+//! Owns: the fan-out of judge calls for a set of prepared outputs and how
+//! their answers become votes. Must never count a missing answer as a FAIL:
+//! a judge that did not answer abstains with the reason.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::prepare::Prepared;
+use crate::cache::Cache;
+use crate::judge::verdicts::JudgeVote;
+use crate::judge::{CallResult, Judge};
+use crate::panel;
+use crate::score::{RubricKind, TaskResult};
+use crate::verdict::Verdict;
+
+/// Something to tell as calls finish (the command line's progress bar).
+pub trait Progress: Send + Sync {
+    /// `n` more judge calls are planned, `cached` of them already answered.
+    fn planned(&self, n: u64, cached: u64);
+    /// One call finished.
+    fn finished(&self, from_cache: bool);
+}
+
+/// No progress to tell.
+pub struct Silent;
+
+impl Progress for Silent {
+    fn planned(&self, _: u64, _: u64) {}
+    fn finished(&self, _: bool) {}
+}
+
+/// Calls every judge on every prompt of `items`, then votes and settles
+/// each row. Identical calls share one request (the judge de-duplicates).
+pub async fn judge(
+    items: Vec<Prepared>,
+    judges: &[Arc<Judge>],
+    quorum: usize,
+    cache: &Arc<Cache>,
+    progress: &dyn Progress,
+) -> Vec<TaskResult> {
+    let mut set = tokio::task::JoinSet::new();
+    let mut planned = 0u64;
+    for (ii, item) in items.iter().enumerate() {
+        let Some(prompt) = &item.prompt else { continue };
+        for (ji, judge) in judges.iter().enumerate() {
+            for repeat in 0..judge.config.repeats {
+                let (judge, cache, prompt) = (judge.clone(), cache.clone(), prompt.clone());
+                planned += 1;
+                set.spawn(async move { (ii, ji, judge.call(&prompt, repeat, &cache).await) });
+            }
+        }
+    }
+    progress.planned(planned, 0);
+    let mut results: BTreeMap<(usize, usize), Vec<CallResult>> = BTreeMap::new();
+    while let Some(joined) = set.join_next().await {
+        // A call's task only ends by returning: judge calls never panic on
+        // what a server sends. Should one, its votes stay abstentions.
+        let Ok((ii, ji, result)) = joined else { continue };
+        progress.finished(result.from_cache);
+        results.entry((ii, ji)).or_default().push(result);
+    }
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(ii, item)| {
+            let mut row = item.row;
+            if item.prompt.is_some() {
+                vote(&mut row, judges, quorum, |ji| results.get(&(ii, ji)).map(Vec::as_slice).unwrap_or(&[]));
+            }
+            row.settle_judged();
+            row
+        })
+        .collect()
+}
+
+/// Fills each judge rubric's votes and the panel's verdict.
+fn vote<'a>(row: &mut TaskResult, judges: &[Arc<Judge>], quorum: usize, calls_of: impl Fn(usize) -> &'a [CallResult]) {
+    for rubric in row.rubrics.iter_mut().filter(|r| r.kind == RubricKind::Llm) {
+        let mut votes = Vec::with_capacity(judges.len());
+        for (ji, judge) in judges.iter().enumerate() {
+            let name = &judge.config.name;
+            let (vote, justification, abstention) = combine_repeats(calls_of(ji), &rubric.id);
+            rubric.votes.insert(name.clone(), vote);
+            if let Some(j) = justification {
+                rubric.justifications.insert(name.clone(), j);
+            }
+            if let Some(a) = abstention {
+                rubric.abstentions.insert(name.clone(), a);
+            }
+            votes.push(vote);
+        }
+        rubric.verdict = panel::decide(&votes, quorum);
+    }
+}
+
+/// One judge's vote on one rubric from its repeats: the strict majority of
+/// its valid answers (ties FAIL, as for the panel), `None` if none.
+fn combine_repeats(calls: &[CallResult], rubric: &str) -> (Option<Verdict>, Option<String>, Option<String>) {
+    let mut verdicts = Vec::new();
+    let mut justification = None;
+    let mut abstention = calls.is_empty().then(|| "no answer was received".to_string());
+    for call in calls {
+        match call.votes.get(rubric) {
+            Some(JudgeVote::Verdict { verdict, justification: j }) => {
+                verdicts.push(Some(*verdict));
+                justification.get_or_insert_with(|| j.clone());
+            }
+            Some(JudgeVote::Abstain { reason }) => {
+                abstention.get_or_insert_with(|| reason.clone());
+            }
+            None => {
+                abstention.get_or_insert_with(|| "not asked".to_string());
+            }
+        }
+    }
+    let vote = panel::decide(&verdicts, 1);
+    (vote, justification, if vote.is_none() { abstention } else { None })
+}

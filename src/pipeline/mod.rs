@@ -1,0 +1,224 @@
+//! The one scoring pipeline: read → gate → render → check → prompt →
+//! judge → vote → reward. `score`, `rejudge`, `serve` and `calibrate` all
+//! run on [`Scorer`]; none has a copy of these stages.
+//!
+//! Owns: the order of the stages, the fan-out of judge calls, the dry run's
+//! estimates and the refusal to spend when the quorum cannot be met. Must
+//! never skip a task silently (missing outputs are listed, judge failures
+//! become recorded abstentions) and never pay twice for an answer (every
+//! call goes through the cache and the judges' de-duplication).
+
+mod estimate;
+mod judging;
+mod prepare;
+pub mod run;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+pub use judging::{Progress, Silent};
+pub use prepare::{OutputSource, Prepared};
+
+use crate::cache::{Cache, CacheError};
+use crate::judge::config::PanelConfig;
+use crate::judge::{Judge, JudgeError};
+use crate::prompt::{Prompt, Templates};
+use crate::report::Estimate;
+use crate::score::TaskResult;
+use crate::task::Task;
+
+/// Whether judges are called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JudgeMode {
+    /// Call every judge that has a key (or needs none).
+    Live,
+    /// Build and store prompts, estimate cost, call no judge.
+    DryRun,
+}
+
+/// Why no judge is called in a dry run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DryRunCause {
+    /// `--dry-run` was asked for.
+    Asked,
+    /// No judge has a key: a dry run by default, as documented.
+    NoKeys,
+}
+
+/// Why a scorer cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScorerError {
+    /// The cache cannot be opened.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// A judge's HTTP client cannot be built.
+    #[error(transparent)]
+    Judge(#[from] JudgeError),
+    /// Fewer judges can be called than the quorum needs: every call would
+    /// be paid for and no rubric could get a verdict.
+    #[error(
+        "only {callable} of {total} judges have an API key, fewer than the quorum of {quorum}: no rubric could get a verdict, so no judge is called. Set {missing}, or lower [vote] quorum in the panel file (or pass --dry-run)"
+    )]
+    QuorumUnreachable { callable: usize, total: usize, quorum: usize, missing: String },
+}
+
+/// What a scorer is built from.
+#[derive(Clone)]
+pub struct ScorerConfig {
+    pub panel: PanelConfig,
+    pub templates: Templates,
+    pub cache_path: PathBuf,
+    pub mode: JudgeMode,
+}
+
+/// The scoring pipeline, built once and shared: every call to it shares
+/// the judges' rate limits, the cache and the de-duplication of identical
+/// calls. Safe to use from many tasks at once.
+pub struct Scorer {
+    judges: Vec<Arc<Judge>>,
+    quorum: usize,
+    templates: Templates,
+    cache: Arc<Cache>,
+    dry_run: Option<DryRunCause>,
+    estimates: Mutex<estimate::Estimates>,
+}
+
+impl Scorer {
+    /// Builds the judges (keys from the environment) and opens the cache.
+    /// A live scorer whose callable judges cannot reach the quorum is
+    /// refused before anything is spent; one with no callable judge at all
+    /// becomes a dry run.
+    pub fn new(config: ScorerConfig) -> Result<Scorer, ScorerError> {
+        let cache = Arc::new(Cache::open(&config.cache_path)?);
+        let judges: Vec<Arc<Judge>> =
+            config.panel.judges.iter().map(|c| Judge::from_env(c.clone()).map(Arc::new)).collect::<Result<_, _>>()?;
+        Scorer::with_judges(judges, config.panel.quorum, config.templates, cache, config.mode)
+    }
+
+    /// A scorer over judges built by the caller (tests, other key sources).
+    pub fn with_judges(
+        judges: Vec<Arc<Judge>>,
+        quorum: usize,
+        templates: Templates,
+        cache: Arc<Cache>,
+        mode: JudgeMode,
+    ) -> Result<Scorer, ScorerError> {
+        let callable = judges.iter().filter(|j| j.can_call()).count();
+        let dry_run = match mode {
+            JudgeMode::DryRun => Some(DryRunCause::Asked),
+            JudgeMode::Live if callable == 0 => Some(DryRunCause::NoKeys),
+            JudgeMode::Live if callable < quorum => {
+                let missing: Vec<&str> = judges.iter().filter_map(|j| j.missing_key()).collect();
+                return Err(ScorerError::QuorumUnreachable { callable, total: judges.len(), quorum, missing: missing.join(", ") });
+            }
+            JudgeMode::Live => None,
+        };
+        Ok(Scorer { judges, quorum, templates, cache, dry_run, estimates: Mutex::new(estimate::Estimates::default()) })
+    }
+
+    /// Why judges are not called, if they are not.
+    pub fn dry_run(&self) -> Option<DryRunCause> {
+        self.dry_run
+    }
+
+    /// The judges, in panel order.
+    pub fn judges(&self) -> &[Arc<Judge>] {
+        &self.judges
+    }
+
+    /// The quorum of valid votes a rubric needs.
+    pub fn quorum(&self) -> usize {
+        self.quorum
+    }
+
+    /// The prompt templates.
+    pub fn templates(&self) -> &Templates {
+        &self.templates
+    }
+
+    /// The cache every call goes through.
+    pub fn cache(&self) -> &Arc<Cache> {
+        &self.cache
+    }
+
+    /// Scores one output of `task` as `trial`.
+    pub async fn score(&self, task: Arc<Task>, output: OutputSource, trial: &str) -> TaskResult {
+        let mut rows = self.score_batch(vec![(task, output, trial.to_string())], &Silent).await;
+        rows.pop().unwrap_or_else(|| unreachable!("one row per output"))
+    }
+
+    /// Scores many outputs together: the CPU steps spread over the
+    /// machine's cores, then every judge call at once under the limits.
+    /// Rows come back in the order of `outputs`.
+    pub async fn score_batch(&self, outputs: Vec<(Arc<Task>, OutputSource, String)>, progress: &dyn Progress) -> Vec<TaskResult> {
+        let prepared = self.prepare_all(outputs).await;
+        self.judge(prepared, progress).await
+    }
+
+    /// The CPU steps for many outputs, on blocking threads.
+    pub async fn prepare_all(&self, outputs: Vec<(Arc<Task>, OutputSource, String)>) -> Vec<Prepared> {
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let chunk = outputs.len().div_ceil(threads).max(1);
+        let mut parts: Vec<Vec<(Arc<Task>, OutputSource, String)>> = Vec::new();
+        let mut outputs = outputs.into_iter().peekable();
+        while outputs.peek().is_some() {
+            parts.push(outputs.by_ref().take(chunk).collect());
+        }
+        let mut handles = Vec::new();
+        for part in parts {
+            let (templates, cache) = (self.templates.clone(), self.cache.clone());
+            handles.push(tokio::task::spawn_blocking(move || {
+                part.into_iter().map(|(task, source, trial)| prepare::prepare(&task, source, &trial, &templates, &cache)).collect()
+            }));
+        }
+        let mut out = Vec::new();
+        for h in handles {
+            // prepare() catches panics itself; a join error cannot lose rows silently.
+            let part: Vec<Prepared> = h.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            out.extend(part);
+        }
+        out
+    }
+
+    /// Judges prepared outputs (or estimates them in a dry run), votes and
+    /// settles every row.
+    pub async fn judge(&self, items: Vec<Prepared>, progress: &dyn Progress) -> Vec<TaskResult> {
+        for item in &items {
+            if let Some(p) = &item.prompt {
+                let (cache, p) = (self.cache.clone(), p.clone());
+                if let Err(e) = self.cache.blocking(move |_| cache.put_prompt(&p)).await {
+                    tracing::warn!("{e}; rejudge will not find this prompt");
+                }
+            }
+        }
+        if self.dry_run.is_some() {
+            let mut estimates = self.estimates.lock().unwrap_or_else(|p| p.into_inner());
+            for item in &items {
+                if let Some(p) = &item.prompt {
+                    estimates.add(&self.judges, p, &self.cache);
+                }
+            }
+            return items
+                .into_iter()
+                .map(|i| {
+                    let mut row = i.row;
+                    row.settle_unjudged();
+                    row
+                })
+                .collect();
+        }
+        judging::judge(items, &self.judges, self.quorum, &self.cache, progress).await
+    }
+
+    /// Judges a stored prompt for an existing row (`rejudge`).
+    pub fn reopen(row: TaskResult, prompt: Option<Prompt>) -> Prepared {
+        Prepared { row, prompt, view: None }
+    }
+
+    /// The dry run's estimate per judge so far.
+    pub fn estimates(&self) -> BTreeMap<String, Estimate> {
+        self.estimates.lock().unwrap_or_else(|p| p.into_inner()).per_judge.clone()
+    }
+}

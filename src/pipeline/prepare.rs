@@ -1,0 +1,214 @@
+//! The CPU half of scoring one output: read → gate → render → check →
+//! prompt, each step typed, with the render and check caches.
+//!
+//! Owns: turning an output's bytes into a row skeleton (gate and check
+//! verdicts filled in), the judges' prompt and the annotated view. Must
+//! never fail: whatever goes wrong with an output (unreadable, too large,
+//! not a .docx, a render that panics) becomes that output's gate failure
+//! with the reason.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::cache::Cache;
+use crate::check::gate::{self, GateResult};
+use crate::docx::{self, Document};
+use crate::prompt::{Prompt, Templates};
+use crate::score::{RubricKind, RubricResult, Status, TaskResult};
+use crate::task::Task;
+use crate::verdict::Verdict;
+use crate::view;
+
+/// Where an output's bytes come from.
+pub enum OutputSource {
+    /// A file on disk (read here, refused by size before reading).
+    Path(PathBuf),
+    /// Bytes already in memory (a request body).
+    Bytes(Vec<u8>),
+}
+
+/// One task × trial on its way through the pipeline, after the CPU steps.
+pub struct Prepared {
+    /// Gate and check verdicts filled in; judge rubrics still open.
+    pub row: TaskResult,
+    /// What the judges read, when the gate passed and the task has judge rubrics.
+    pub prompt: Option<Prompt>,
+    /// The annotated view, when the output loaded.
+    pub view: Option<String>,
+}
+
+/// A row with every rubric open.
+pub fn skeleton(task: &Task, trial: &str, gate: GateResult) -> TaskResult {
+    TaskResult {
+        task: task.name.clone(),
+        trial: trial.to_string(),
+        scenario: task.scenario.clone(),
+        turn: task.turn,
+        side: task.side,
+        group: task.input_group.clone(),
+        variant: task.variant.clone(),
+        status: Status::Pending,
+        gate,
+        reward: None,
+        earned: None,
+        penalty: None,
+        total_positive: 0,
+        prompt_hash: None,
+        reason: None,
+        rubrics: task
+            .rubrics
+            .iter()
+            .map(|r| RubricResult {
+                id: r.id.clone(),
+                kind: if r.is_check() { RubricKind::Check } else { RubricKind::Llm },
+                weight: r.weight,
+                category: r.category.clone(),
+                required: r.required,
+                verdict: None,
+                votes: BTreeMap::new(),
+                justifications: BTreeMap::new(),
+                abstentions: BTreeMap::new(),
+            })
+            .collect(),
+    }
+}
+
+/// Key of a rendered output in the cache: the file's bytes, the author the
+/// gate checks, the input it compares with, the view's title and the view
+/// format version.
+fn render_key(bytes: &[u8], task: &Task) -> String {
+    let version = view::annotated::VIEW_VERSION.to_le_bytes();
+    let sha = crate::hash::sha256_hex_bytes(bytes);
+    let parts: [&[u8]; 6] = [
+        &version,
+        env!("CARGO_PKG_VERSION").as_bytes(),
+        sha.as_bytes(),
+        task.author.as_bytes(),
+        task.name.as_bytes(),
+        task.input_sha.as_deref().unwrap_or("").as_bytes(),
+    ];
+    crate::hash::sha256_hex_parts(parts)
+}
+
+/// Key of a task's check verdicts on one output.
+fn checks_key(render_key: &str, task: &Task) -> String {
+    let prints: Vec<&str> = task.rubrics.iter().filter_map(|r| r.check.as_ref().map(|c| c.fingerprint.as_str())).collect();
+    crate::hash::sha256_hex(&format!("{render_key}\u{1f}{}\u{1f}{}", crate::check::CHECK_VERSION, prints.join("\u{1f}")))
+}
+
+/// Check verdicts as cached: (rubric id, verdict, reason).
+type CheckVerdicts = Vec<(String, Verdict, String)>;
+
+/// Reads an output, refusing what is not a regular file or is too large
+/// before reading a byte of it.
+fn read(source: OutputSource) -> Result<Vec<u8>, docx::DocxError> {
+    match source {
+        OutputSource::Bytes(b) => Ok(b),
+        OutputSource::Path(p) => docx::read_file(&p, &docx::Limits::default()),
+    }
+}
+
+/// Gates, renders, checks and prompts one output. A panic anywhere in the
+/// reader or the checks becomes a gate failure naming it.
+pub fn prepare(task: &Task, source: OutputSource, trial: &str, templates: &Templates, cache: &Cache) -> Prepared {
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare_unguarded(task, source, trial, templates, cache)));
+    caught.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        let reason = format!("redjury failed while reading this output (a bug; please report it): {what}");
+        Prepared { row: skeleton(task, trial, GateResult::failed(reason)), prompt: None, view: None }
+    })
+}
+
+fn prepare_unguarded(task: &Task, source: OutputSource, trial: &str, templates: &Templates, cache: &Cache) -> Prepared {
+    let bytes = match read(source) {
+        Ok(b) => b,
+        Err(e) => return Prepared { row: skeleton(task, trial, GateResult::failed(e.to_string())), prompt: None, view: None },
+    };
+    let key = render_key(&bytes, task);
+    let has_checks = task.rubrics.iter().any(|r| r.is_check());
+    let checks_key = has_checks.then(|| checks_key(&key, task));
+    let cached_render = lookup(cache.get_render(&key)).and_then(|(g, v)| Some((serde_json::from_str::<GateResult>(&g).ok()?, v)));
+    let cached_checks: Option<CheckVerdicts> =
+        checks_key.as_ref().and_then(|k| lookup(cache.get_checks(k))).and_then(|j| serde_json::from_str(&j).ok());
+    // The model is parsed only when something is not cached.
+    let need_model = cached_render.is_none() || (has_checks && cached_checks.is_none());
+    let model = need_model.then(|| docx::from_bytes(bytes, docx::Limits::default()));
+    let (gate, view) = match cached_render {
+        Some(hit) => hit,
+        None => {
+            let Some(loaded) = &model else { unreachable!("parsed when the render is not cached") };
+            let rendered = render(loaded, task);
+            store(cache.put_render(&key, &serde_json::to_string(&rendered.0).unwrap_or_default(), rendered.1.as_deref()));
+            rendered
+        }
+    };
+    let mut row = skeleton(task, trial, gate);
+    if row.gate.passed && has_checks {
+        let verdicts = match (cached_checks, model.as_ref().and_then(|m| m.as_ref().ok())) {
+            (Some(stored), _) => stored,
+            (None, Some(doc)) => {
+                let fresh = run_checks(task, doc);
+                if let (Some(k), Ok(json)) = (&checks_key, serde_json::to_string(&fresh)) {
+                    store(cache.put_checks(k, &json));
+                }
+                fresh
+            }
+            (None, None) => Vec::new(),
+        };
+        apply_checks(&mut row, verdicts);
+    }
+    let prompt = match &view {
+        Some(text) if row.gate.passed && task.llm_rubrics().next().is_some() => Some(templates.render(task, text)),
+        _ => None,
+    };
+    row.prompt_hash = prompt.as_ref().map(|p| p.hash.clone());
+    Prepared { row, prompt, view }
+}
+
+/// The gate and the annotated view of a load result.
+fn render(loaded: &Result<Document, docx::DocxError>, task: &Task) -> (GateResult, Option<String>) {
+    let gate = gate::check_against(loaded, &task.author, task.input_doc.as_deref());
+    let text = loaded.as_ref().ok().map(|doc| view::annotated::render(doc, &task.name));
+    (gate, text)
+}
+
+fn run_checks(task: &Task, doc: &Document) -> CheckVerdicts {
+    let (ids, checks): (Vec<&str>, Vec<_>) = task.rubrics.iter().filter_map(|r| Some((r.id.as_str(), r.check.as_ref()?))).unzip();
+    let outcomes = crate::check::evaluate_all(&checks, doc, task.input_doc.as_deref(), &task.author);
+    outcomes.into_iter().zip(ids).map(|((v, why), id)| (id.to_string(), v, why)).collect()
+}
+
+fn apply_checks(row: &mut TaskResult, verdicts: CheckVerdicts) {
+    for (id, verdict, reason) in verdicts {
+        if let Some(result) = row.rubrics.iter_mut().find(|r| r.id == id) {
+            result.verdict = Some(verdict);
+            result.votes.insert("check".into(), Some(verdict));
+            result.justifications.insert("check".into(), reason);
+        }
+    }
+}
+
+/// A cache read that failed is a miss: the work is done again.
+fn lookup<T>(r: Result<Option<T>, crate::cache::CacheError>) -> Option<T> {
+    r.unwrap_or_else(|e| {
+        tracing::warn!("{e}; computing instead");
+        None
+    })
+}
+
+/// A render or check verdict that could not be cached is computed again
+/// next time; nothing paid is lost.
+fn store(r: Result<(), crate::cache::CacheError>) {
+    if let Err(e) = r {
+        tracing::warn!("{e}; the result is not cached");
+    }
+}
+
+/// The name a view file takes.
+pub fn view_name(task: &str, trial: &str) -> String {
+    if trial == "1" { task.to_string() } else { format!("{task}__{trial}") }
+}

@@ -1,0 +1,318 @@
+//! Runs over folders: `score` (task files and output files → a results
+//! folder) and `rejudge` (an earlier run's stored prompts → a new one), on
+//! the one [`Scorer`].
+//!
+//! Owns: batches (memory stays bounded by the batch, not the run), the
+//! views stream, the summary's judge figures, and replacing the results
+//! folder whole. Must never leave a results folder that mixes two runs: a
+//! run writes into a fresh folder beside `--out` and swaps it in at the end.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{OutputSource, Prepared, Progress, Scorer};
+use crate::aggregate::Bootstrap;
+use crate::report::{self, JudgeSummary, Prices, PromptRecord, Summary};
+use crate::score::{RubricKind, TaskResult};
+use crate::task::{self, Task};
+
+/// Outputs prepared and judged together: bounds memory on large runs while
+/// keeping every judge's limiter busy.
+const BATCH: usize = 1024;
+
+/// Whether the annotated view of every output is written to `views/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Views {
+    Write,
+    Skip,
+}
+
+/// What to do when `--out` already holds something that is not a results
+/// folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// Replace only an earlier results folder (or an empty one).
+    ResultsOnly,
+    /// Replace whatever is there (`--force`).
+    Anything,
+}
+
+/// Settings of a run besides the scorer.
+pub struct RunSettings {
+    pub out: PathBuf,
+    pub prices: Prices,
+    pub bootstrap: Bootstrap,
+    pub views: Views,
+    pub replace: Replace,
+    /// The evaluated model's name: seeds the reference's CI.
+    pub model: Option<String>,
+}
+
+/// How a run ended, for the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Every task × trial has a reward.
+    Complete,
+    /// Some rows are incomplete (quorum not met); results are written.
+    Incomplete,
+    /// No judge was called; judge rubrics are pending.
+    DryRun,
+}
+
+/// What a run produced.
+pub struct RunReport {
+    pub summary: Summary,
+    pub end: RunEnd,
+    pub out_dir: PathBuf,
+}
+
+/// Why a run could not complete.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    #[error(transparent)]
+    Task(#[from] task::TaskError),
+    #[error(transparent)]
+    Report(#[from] report::ReportError),
+    /// The results folder cannot be written.
+    #[error("cannot write results to {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    /// `--out` holds something that is not a results folder.
+    #[error(
+        "refusing to replace {path}: it is not empty and not a redjury results folder (no summary.json); choose a new folder, or pass --force"
+    )]
+    Foreign { path: PathBuf },
+    /// `rejudge --out` names the run being rejudged.
+    #[error("--out {path} is the run being rejudged; write the new results to another folder")]
+    SameFolder { path: PathBuf },
+    /// `rejudge` found rows whose prompt is not recorded.
+    #[error("{path}/prompts.jsonl has no prompt for {rows}; rescore those with `redjury score`")]
+    MissingPrompts { path: PathBuf, rows: String },
+}
+
+/// The folder a run writes into before it is swapped in as `--out`.
+struct Staging {
+    out: PathBuf,
+    dir: PathBuf,
+}
+
+impl Staging {
+    fn start(out: &Path, replace: Replace) -> Result<Staging, RunError> {
+        let write = |path: &Path, source| RunError::Write { path: path.to_path_buf(), source };
+        if replace == Replace::ResultsOnly && out.is_dir() && !out.join("summary.json").exists() {
+            let mut entries = std::fs::read_dir(out).map_err(|e| write(out, e))?;
+            if entries.next().is_some() {
+                return Err(RunError::Foreign { path: out.to_path_buf() });
+            }
+        }
+        let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "results".into());
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|e| write(parent, e))?;
+        let dir = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| write(&dir, e))?;
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| write(&dir, e))?;
+        Ok(Staging { out: out.to_path_buf(), dir })
+    }
+
+    /// Puts the finished folder in place of `--out`, whole.
+    fn swap(self) -> Result<(), RunError> {
+        let write = |path: &Path, source| RunError::Write { path: path.to_path_buf(), source };
+        let old = self.dir.with_file_name(format!(
+            ".{}.old-{}",
+            self.out.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+            std::process::id()
+        ));
+        if self.out.exists() {
+            std::fs::rename(&self.out, &old).map_err(|e| write(&self.out, e))?;
+        }
+        std::fs::rename(&self.dir, &self.out).map_err(|e| write(&self.out, e))?;
+        if old.exists() {
+            std::fs::remove_dir_all(&old).map_err(|e| write(&old, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// `redjury score`: every output under `outputs_dir` for the tasks under
+/// `tasks_dir`.
+pub async fn score(
+    tasks_dir: &Path,
+    outputs_dir: &Path,
+    scorer: &Scorer,
+    settings: &RunSettings,
+    progress: &dyn Progress,
+) -> Result<RunReport, RunError> {
+    let tasks: Vec<Arc<Task>> = task::load_tasks(tasks_dir)?.into_iter().map(Arc::new).collect();
+    let names: Vec<String> = tasks.iter().map(|t| t.name.clone()).collect();
+    let outputs = task::find_outputs(outputs_dir, &names)?;
+    let with_output: HashSet<&str> = outputs.found.iter().map(|o| o.task.as_str()).collect();
+    let missing: Vec<String> = names.iter().filter(|n| !with_output.contains(n.as_str())).cloned().collect();
+    let by_name: BTreeMap<&str, &Arc<Task>> = tasks.iter().map(|t| (t.name.as_str(), t)).collect();
+    let work: Vec<(Arc<Task>, PathBuf, String)> =
+        outputs.found.iter().filter_map(|o| Some(((*by_name.get(o.task.as_str())?).clone(), o.path.clone(), o.trial.clone()))).collect();
+    let staging = Staging::start(&settings.out, settings.replace)?;
+    let views = start_views(&staging.dir, settings.views)?;
+    let mut rows = Vec::with_capacity(work.len());
+    let mut prompts = Vec::new();
+    for batch in work.chunks(BATCH) {
+        let batch: Vec<(Arc<Task>, OutputSource, String)> =
+            batch.iter().map(|(t, p, trial)| (t.clone(), OutputSource::Path(p.clone()), trial.clone())).collect();
+        let prepared = scorer.prepare_all(batch).await;
+        let prepared = record(prepared, views.as_ref(), &mut prompts, &staging.dir)?;
+        rows.extend(scorer.judge(prepared, progress).await);
+    }
+    if let Some(views) = views {
+        views.finish().map_err(|source| RunError::Write { path: staging.dir.join("views"), source })?;
+    }
+    let unmatched = outputs.unmatched.iter().map(|p| p.display().to_string()).collect();
+    let unusable =
+        outputs.unusable.iter().map(|(p, why)| report::Unusable { path: p.display().to_string(), reason: why.clone() }).collect();
+    finish(scorer, settings, staging, rows, prompts, Leftovers { missing, unmatched, unusable })
+}
+
+/// Writes the views of a batch and records its prompts.
+fn record(
+    prepared: Vec<Prepared>,
+    views: Option<&report::ViewWriter>,
+    prompts: &mut Vec<PromptRecord>,
+    dir: &Path,
+) -> Result<Vec<Prepared>, RunError> {
+    let mut out = Vec::with_capacity(prepared.len());
+    for mut item in prepared {
+        if let Some(p) = &item.prompt {
+            prompts.push(PromptRecord::of(&item.row.task, &item.row.trial, p));
+        }
+        if let (Some(views), Some(text)) = (views, item.view.take()) {
+            views
+                .write(super::prepare::view_name(&item.row.task, &item.row.trial), text)
+                .map_err(|source| RunError::Write { path: dir.join("views"), source })?;
+        }
+        out.push(item);
+    }
+    Ok(out)
+}
+
+fn start_views(dir: &Path, views: Views) -> Result<Option<report::ViewWriter>, RunError> {
+    match views {
+        Views::Write => {
+            let views = dir.join("views");
+            report::ViewWriter::start(&views).map(Some).map_err(|source| RunError::Write { path: views, source })
+        }
+        Views::Skip => Ok(None),
+    }
+}
+
+/// `redjury rejudge`: the prompts an earlier run stored, judged again.
+pub async fn rejudge(run_dir: &Path, scorer: &Scorer, settings: &RunSettings, progress: &dyn Progress) -> Result<RunReport, RunError> {
+    let same = match (run_dir.canonicalize(), settings.out.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => run_dir == settings.out,
+    };
+    if same {
+        return Err(RunError::SameFolder { path: settings.out.clone() });
+    }
+    let (rows, old) = report::load_run(run_dir)?;
+    let records = report::load_prompts(run_dir)?;
+    let by_key: BTreeMap<(String, String), PromptRecord> = records.into_iter().map(|p| ((p.task.clone(), p.trial.clone()), p)).collect();
+    let missing: Vec<String> = rows
+        .iter()
+        .filter(|r| r.gate.passed && r.rubrics.iter().any(|x| x.kind == RubricKind::Llm))
+        .filter(|r| !by_key.contains_key(&(r.task.clone(), r.trial.clone())))
+        .map(|r| format!("{} trial {}", r.task, r.trial))
+        .collect();
+    if !missing.is_empty() {
+        return Err(RunError::MissingPrompts { path: run_dir.to_path_buf(), rows: missing.join(", ") });
+    }
+    let staging = Staging::start(&settings.out, settings.replace)?;
+    // The judges read the same documents: carry the views over.
+    if let (Views::Write, Ok(entries)) = (settings.views, std::fs::read_dir(run_dir.join("views"))) {
+        let to_dir = staging.dir.join("views");
+        std::fs::create_dir_all(&to_dir).map_err(|source| RunError::Write { path: to_dir.clone(), source })?;
+        for e in entries.flatten() {
+            let to = to_dir.join(e.file_name());
+            std::fs::copy(e.path(), &to).map_err(|source| RunError::Write { path: to, source })?;
+        }
+    }
+    let mut out_rows = Vec::with_capacity(rows.len());
+    let mut prompts = Vec::new();
+    for batch in rows.chunks(BATCH) {
+        let mut items = Vec::with_capacity(batch.len());
+        for row in batch {
+            let mut row = row.clone();
+            row.reopen_judged();
+            let prompt = match by_key.get(&(row.task.clone(), row.trial.clone())) {
+                Some(reference) if row.gate.passed => Some(reference.resolve(scorer.cache(), run_dir)?),
+                _ => None,
+            };
+            if let Some(p) = &prompt {
+                prompts.push(PromptRecord::of(&row.task, &row.trial, p));
+            }
+            items.push(Scorer::reopen(row, prompt));
+        }
+        out_rows.extend(scorer.judge(items, progress).await);
+    }
+    let unusable = old.unusable_outputs.clone();
+    finish(scorer, settings, staging, out_rows, prompts, Leftovers { missing: old.missing, unmatched: old.unmatched_outputs, unusable })
+}
+
+/// What a run found besides scorable outputs.
+struct Leftovers {
+    missing: Vec<String>,
+    unmatched: Vec<String>,
+    unusable: Vec<report::Unusable>,
+}
+
+fn finish(
+    scorer: &Scorer,
+    settings: &RunSettings,
+    staging: Staging,
+    rows: Vec<TaskResult>,
+    prompts: Vec<PromptRecord>,
+    left: Leftovers,
+) -> Result<RunReport, RunError> {
+    let mut summary = Summary::build(&rows, left.missing, left.unmatched, settings.bootstrap, settings.model.as_deref());
+    summary.unusable_outputs = left.unusable;
+    summary.dry_run = scorer.dry_run().is_some();
+    summary.quorum = scorer.quorum();
+    summary.template_version = scorer.templates().version.clone();
+    let estimates = scorer.estimates();
+    for j in scorer.judges() {
+        let c = j.counters.snapshot();
+        let estimate = summary.dry_run.then(|| {
+            let mut e = estimates.get(&j.config.name).cloned().unwrap_or_default();
+            e.max_cost_usd = settings
+                .prices
+                .cost(&j.config.model, crate::report::Billed { input: e.input_tokens, output: e.max_output_tokens, ..Default::default() });
+            e
+        });
+        let s = JudgeSummary {
+            provider: j.config.provider.as_str().into(),
+            model: j.config.model.clone(),
+            api_key_env: j.config.api_key_env.clone().unwrap_or_default(),
+            has_key: j.can_call(),
+            stopped: j.stopped(),
+            counters: c,
+            cached_share: (c.input_tokens > 0).then(|| c.cached_tokens as f64 / c.input_tokens as f64),
+            cost: settings.prices.cost(&j.config.model, crate::report::Billed::of(&c)),
+            estimate,
+        };
+        summary.judges.insert(j.config.name.clone(), s);
+    }
+    report::write_run(&staging.dir, &rows, &summary, &prompts).map_err(|source| RunError::Write { path: staging.dir.clone(), source })?;
+    staging.swap()?;
+    let cache = scorer.cache();
+    if let Err(e) = cache.flush_journal().and_then(|_| cache.checkpoint()) {
+        tracing::warn!("{e}");
+    }
+    let end = if summary.dry_run {
+        RunEnd::DryRun
+    } else if summary.counts.incomplete > 0 {
+        RunEnd::Incomplete
+    } else {
+        RunEnd::Complete
+    };
+    Ok(RunReport { summary, end, out_dir: settings.out.clone() })
+}

@@ -1,0 +1,232 @@
+//! Markdown: `summary.md`, the comparison of two runs, judge agreement.
+//! Formats figures computed elsewhere; computes nothing itself.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::summary::Summary;
+use crate::aggregate::agreement::Agreement;
+use crate::aggregate::compare::Comparison;
+
+fn fmt(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into())
+}
+
+fn table(out: &mut String, title: &str, key: &str, m: &BTreeMap<String, f64>) {
+    if m.is_empty() {
+        return;
+    }
+    let _ = write!(out, "\n### {title}\n\n| {key} | reward |\n|---|---|\n");
+    for (k, v) in m {
+        let _ = writeln!(out, "| {k} | {v:.4} |");
+    }
+}
+
+/// "1 result" / "2 results".
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The banner over a run whose figures do not cover everything.
+pub fn banner(s: &Summary) -> Option<String> {
+    if !s.has_problems() {
+        return None;
+    }
+    let c = &s.counts;
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (c.incomplete, "incomplete"),
+        (c.pending, "pending (no judge called)"),
+        (c.gate_failed, "gate-failed (scored 0)"),
+        (c.missing_outputs, "task(s) without an output"),
+        (s.unmatched_outputs.len(), "output(s) matching no task"),
+        (s.unusable_outputs.len(), "output(s) that could not be used"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    Some(format!("**Headline over {} of {}.** {}.", s.counted(), plural(c.results, "result", "results"), parts.join(", ")))
+}
+
+/// summary.md: the summary as readable tables.
+pub fn summary(s: &Summary) -> String {
+    let mut out = String::from("# redjury run summary\n\n");
+    if let Some(b) = banner(s) {
+        let _ = writeln!(out, "> {b} See \"What the figures leave out\" below.\n");
+    }
+    if s.dry_run {
+        out.push_str("**Dry run**: no judge was called; judge rubrics are pending. Rewards below cover only rows that needed no judge (gate failures, and tasks made only of checks).\n\n");
+    }
+    let c = &s.counts;
+    let _ = writeln!(
+        out,
+        "| results | scored | gate failed | incomplete | pending | missing outputs |\n|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} |",
+        c.results, c.scored, c.gate_failed, c.incomplete, c.pending, c.missing_outputs
+    );
+    figures(&mut out, s);
+    judges(&mut out, s);
+    problems(&mut out, s);
+    out
+}
+
+fn figures(out: &mut String, s: &Summary) {
+    let ci = s.ci95.map(|[a, b]| format!("[{a:.4}, {b:.4}]")).unwrap_or_else(|| "—".into());
+    let boot = s.bootstrap.map(|b| format!(" (seed {}, {} resamples over input groups)", b.seed, b.resamples)).unwrap_or_default();
+    let _ = write!(
+        out,
+        "\n| figure | value |\n|---|---|\n| turn-weighted (headline) | {} |\n| 95% CI{boot} | {ci} |\n| overall (mean over input groups) | {} |\n| mean per task | {} |\n| best@{} turn-weighted | {} |\n",
+        fmt(s.figures.turn_weighted),
+        fmt(s.figures.overall),
+        fmt(s.figures.mean_per_task),
+        s.best_at_k.k,
+        fmt(s.best_at_k.turn_weighted)
+    );
+    table(out, "By turn (mean over input groups)", "turn", &s.figures.by_turn);
+    table(out, "By side (turn-weighted)", "side", &s.figures.by_side);
+    table(out, "By scenario (turn-weighted)", "scenario", &s.figures.by_scenario);
+    table(out, "By (scenario, turn) cell", "cell", &s.figures.by_scenario_turn);
+    table(out, "By category (pooled; penalties correct when not triggered)", "category", &s.figures.by_category);
+}
+
+fn judges(out: &mut String, s: &Summary) {
+    if s.judges.is_empty() {
+        return;
+    }
+    out.push_str("\n### Judges\n\n| judge | model | key | requests | cache hits | retries | failures | 429s | input tokens | cached share | output tokens | cost (USD, estimate) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (name, j) in &s.judges {
+        let k = &j.counters;
+        let key = match (j.has_key, j.api_key_env.is_empty()) {
+            (true, true) => "none needed".to_string(),
+            (true, false) => "yes".into(),
+            (false, _) => format!("no ({} unset)", j.api_key_env),
+        };
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {key} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            j.model,
+            k.requests,
+            k.cache_hits,
+            k.retries,
+            k.failures,
+            k.rate_limited,
+            k.input_tokens,
+            j.cached_share.map(|x| format!("{:.0}%", x * 100.0)).unwrap_or_else(|| "—".into()),
+            k.output_tokens,
+            j.cost.map(|x| format!("{x:.4}")).unwrap_or_else(|| "no price".into())
+        );
+    }
+    for (name, j) in &s.judges {
+        if let Some(why) = &j.stopped {
+            let _ = writeln!(out, "\n**{name} was stopped during the run:** {why}");
+        }
+    }
+    if s.judges.values().any(|j| j.estimate.is_some()) {
+        out.push_str("\n### Estimates (calls not in the cache)\n\n| judge | calls | already cached | input tokens | of which shared prefixes | output tokens (max) | cost (USD, max estimate) |\n|---|---|---|---|---|---|---|\n");
+        for (name, j) in &s.judges {
+            if let Some(e) = &j.estimate {
+                let _ = writeln!(
+                    out,
+                    "| {name} | {} | {} | {} | {} | {} | {} |",
+                    e.calls,
+                    e.cached_calls,
+                    e.input_tokens,
+                    e.shared_prefix_tokens,
+                    e.max_output_tokens,
+                    e.max_cost_usd.map(|x| format!("{x:.2}")).unwrap_or_else(|| "no price".into())
+                );
+            }
+        }
+    }
+}
+
+fn listed(out: &mut String, title: &str, groups: &BTreeMap<String, Vec<String>>) {
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n#### {title}\n");
+    for (reason, rows) in groups {
+        let _ = writeln!(out, "- {} — {}: {}", plural(rows.len(), "row", "rows"), reason, rows.join(", "));
+    }
+}
+
+fn problems(out: &mut String, s: &Summary) {
+    if !s.has_problems() {
+        return;
+    }
+    out.push_str("\n### What the figures leave out\n");
+    listed(out, "Incomplete (no reward; never counted as 0)", &s.problems.incomplete);
+    listed(out, "Gate failures (reward 0, counted)", &s.problems.gate_failed);
+    listed(out, "Required items not met (reward 0, counted)", &s.problems.required_unmet);
+    if !s.missing.is_empty() {
+        let _ = write!(out, "\n#### Tasks without an output ({})\n\n{}\n", s.missing.len(), s.missing.join(", "));
+    }
+    if !s.unmatched_outputs.is_empty() {
+        let _ = write!(out, "\n#### Output files matching no task ({})\n\n{}\n", s.unmatched_outputs.len(), s.unmatched_outputs.join(", "));
+    }
+    if !s.unusable_outputs.is_empty() {
+        let _ = writeln!(out, "\n#### Output files that could not be used ({})\n", s.unusable_outputs.len());
+        for u in &s.unusable_outputs {
+            let _ = writeln!(out, "- {}: {}", u.path, u.reason);
+        }
+    }
+}
+
+/// A paired comparison of two runs.
+pub fn comparison(c: &Comparison) -> String {
+    let (fa, fb) = (&c.a, &c.b);
+    let mut out =
+        format!("# Paired comparison\n\n{} task × trial rows scored in both runs (A = this run, B = --compare).\n\n", c.rows.len());
+    let delta = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{:+.4}", a - b),
+        _ => "—".into(),
+    };
+    let _ = write!(
+        out,
+        "| figure | A | B | A − B | 95% CI of A − B |\n|---|---|---|---|---|\n| turn-weighted | {} | {} | {} | {} |\n| overall | {} | {} | {} | |\n",
+        fmt(fa.turn_weighted),
+        fmt(fb.turn_weighted),
+        delta(fa.turn_weighted, fb.turn_weighted),
+        c.delta_ci95.map(|[l, h]| format!("[{l:+.4}, {h:+.4}]")).unwrap_or_else(|| "—".into()),
+        fmt(fa.overall),
+        fmt(fb.overall),
+        delta(fa.overall, fb.overall)
+    );
+    for (title, ma, mb) in [
+        ("turn", &fa.by_turn, &fb.by_turn),
+        ("side", &fa.by_side, &fb.by_side),
+        ("scenario", &fa.by_scenario, &fb.by_scenario),
+        ("category", &fa.by_category, &fb.by_category),
+    ] {
+        let _ = write!(out, "\n### By {title}\n\n| {title} | A | B | A − B |\n|---|---|---|---|\n");
+        for k in ma.keys().chain(mb.keys().filter(|k| !ma.contains_key(*k))) {
+            let (x, y) = (ma.get(k).copied(), mb.get(k).copied());
+            let _ = writeln!(out, "| {k} | {} | {} | {} |", fmt(x), fmt(y), delta(x, y));
+        }
+    }
+    out
+}
+
+/// Judge agreement as tables.
+pub fn agreement(a: &Agreement) -> String {
+    let mut out = String::from("\n## Judge agreement\n\n");
+    if a.judges.len() < 2 {
+        out.push_str("Fewer than two judges voted: nothing to compare.\n");
+        return out;
+    }
+    out.push_str("| pair | items both voted | agreement |\n|---|---|---|\n");
+    for p in &a.pairs {
+        let pct = if p.items > 0 { format!("{:.1}%", 100.0 * p.agreed as f64 / p.items as f64) } else { "—".into() };
+        let _ = writeln!(out, "| {} – {} | {} | {pct} |", p.a, p.b, p.items);
+    }
+    let kappa = a.fleiss_kappa.map(|k| format!("{k:.3}")).unwrap_or_else(|| "undefined (no items, or no variation)".into());
+    let _ = writeln!(out, "\nFleiss' kappa over {} rubric items every judge voted on: {kappa}\n", a.fleiss_items);
+    out.push_str("| judge | votes | departs from the panel verdict |\n|---|---|---|\n");
+    for d in &a.departures {
+        let _ = writeln!(out, "| {} | {} | {:.1}% |", d.judge, d.votes, d.rate() * 100.0);
+    }
+    if let Some(d) = a.most_departing() {
+        let _ = writeln!(out, "\nThe judge departing most from the panel: **{}** ({:.1}% of its votes).", d.judge, d.rate() * 100.0);
+    }
+    out
+}

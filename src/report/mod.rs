@@ -1,0 +1,192 @@
+//! Results folders: what a run writes, how it reads back, the readable
+//! summary, and the comparison of two runs.
+//!
+//! Owns: the file contracts — `results.jsonl`, `summary.json`,
+//! `summary.md`, `rewards.jsonl` (the training contract), `prompts.jsonl`,
+//! `views/` — and writing each atomically (a temporary file renamed into
+//! place). Must never write a reward for a row that has none.
+
+pub mod markdown;
+mod summary;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use summary::{BestAtK, Billed, Estimate, JudgeSummary, Price, PriceError, Prices, Problems, Summary, Unusable};
+
+use crate::prompt::Prompt;
+use crate::score::{Status, TaskResult};
+
+/// One line of prompts.jsonl: which prompt the judges read for a task ×
+/// trial. The text itself is stored once, content-addressed, in the cache
+/// (`rejudge` reads it from there, so it needs no .docx).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PromptRecord {
+    pub task: String,
+    pub trial: String,
+    pub prompt_hash: String,
+    pub template_version: String,
+    pub rubric_ids: Vec<String>,
+}
+
+impl PromptRecord {
+    pub fn of(task: &str, trial: &str, p: &Prompt) -> PromptRecord {
+        PromptRecord {
+            task: task.to_string(),
+            trial: trial.to_string(),
+            prompt_hash: p.hash.clone(),
+            template_version: p.template_version.clone(),
+            rubric_ids: p.rubric_ids.clone(),
+        }
+    }
+
+    /// The prompt's text, from the cache.
+    pub fn resolve(&self, cache: &crate::cache::Cache, run_dir: &Path) -> Result<Prompt, ReportError> {
+        match cache.get_prompt(&self.prompt_hash) {
+            Ok(Some(p)) => Ok(p),
+            Ok(None) => Err(ReportError::Read {
+                path: run_dir.join("prompts.jsonl"),
+                message: format!(
+                    "prompt {} ({} trial {}) is not in the cache; pass the --cache the run used",
+                    self.prompt_hash, self.task, self.trial
+                ),
+            }),
+            Err(e) => Err(ReportError::Read { path: run_dir.join("prompts.jsonl"), message: e.to_string() }),
+        }
+    }
+}
+
+/// One line of rewards.jsonl — the training contract.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RewardLine {
+    pub task: String,
+    pub trial: String,
+    pub reward: f64,
+}
+
+/// Writes view files on a thread of its own, so that disk writes overlap
+/// with rendering and judging. The queue is bounded: memory stays flat.
+/// (Views are not synced one by one: a rerun rewrites any a crash lost.)
+pub struct ViewWriter {
+    sender: Option<std::sync::mpsc::SyncSender<(String, String)>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    dir: PathBuf,
+}
+
+impl ViewWriter {
+    pub fn start(views_dir: &Path) -> std::io::Result<ViewWriter> {
+        std::fs::create_dir_all(views_dir)?;
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<(String, String)>(256);
+        let dir = views_dir.to_path_buf();
+        let thread_dir = dir.clone();
+        let thread = std::thread::spawn(move || {
+            let mut result = Ok(());
+            for (name, text) in receiver {
+                if result.is_ok() {
+                    result = std::fs::write(thread_dir.join(format!("{name}.md")), text);
+                }
+            }
+            result
+        });
+        Ok(ViewWriter { sender: Some(sender), thread: Some(thread), dir })
+    }
+
+    /// Queues a view; `name` without the `.md`.
+    pub fn write(&self, name: String, text: String) -> std::io::Result<()> {
+        match &self.sender {
+            Some(s) => {
+                s.send((name, text)).map_err(|_| std::io::Error::other(format!("the view writer for {} stopped", self.dir.display())))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for every queued view to be written.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        drop(self.sender.take());
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(std::io::Error::other("the view writer thread panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Writes a file under a temporary name, syncs it, and renames it into place.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("{}.tmp-{}", path.extension().and_then(|e| e.to_str()).unwrap_or(""), std::process::id()));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+fn jsonl<T: Serialize>(items: &[T]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for item in items {
+        // Plain data types: serialisation cannot fail.
+        if let Ok(line) = serde_json::to_string(item) {
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// Writes a run folder.
+/// Writes a run folder's files (the views are written as outputs are
+/// rendered, by the pipeline).
+pub fn write_run(out: &Path, rows: &[TaskResult], summary: &Summary, prompts: &[PromptRecord]) -> std::io::Result<()> {
+    std::fs::create_dir_all(out)?;
+    write_atomic(&out.join("prompts.jsonl"), &jsonl(prompts))?;
+    let rewards: Vec<RewardLine> = rows
+        .iter()
+        .filter(|r| matches!(r.status, Status::Scored | Status::GateFailed))
+        .filter_map(|r| Some(RewardLine { task: r.task.clone(), trial: r.trial.clone(), reward: r.reward? }))
+        .collect();
+    write_atomic(&out.join("rewards.jsonl"), &jsonl(&rewards))?;
+    write_atomic(&out.join("results.jsonl"), &jsonl(rows))?;
+    let json = serde_json::to_vec_pretty(summary).map_err(std::io::Error::other)?;
+    write_atomic(&out.join("summary.json"), &json)?;
+    write_atomic(&out.join("summary.md"), markdown::summary(summary).as_bytes())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{path}: {message}")]
+    Read { path: PathBuf, message: String },
+}
+
+/// Reads a run folder back.
+pub fn load_run(dir: &Path) -> Result<(Vec<TaskResult>, Summary), ReportError> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path).map_err(|e| ReportError::Read { path, message: format!("{e} (is this a redjury run folder?)") })
+    };
+    let mut rows = Vec::new();
+    for (i, line) in read("results.jsonl")?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        rows.push(
+            serde_json::from_str(line)
+                .map_err(|e| ReportError::Read { path: dir.join("results.jsonl"), message: format!("line {}: {e}", i + 1) })?,
+        );
+    }
+    let summary = serde_json::from_str(&read("summary.json")?)
+        .map_err(|e| ReportError::Read { path: dir.join("summary.json"), message: e.to_string() })?;
+    Ok((rows, summary))
+}
+
+pub fn load_prompts(dir: &Path) -> Result<Vec<PromptRecord>, ReportError> {
+    let path = dir.join("prompts.jsonl");
+    let text = std::fs::read_to_string(&path).map_err(|e| ReportError::Read { path: path.clone(), message: e.to_string() })?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| ReportError::Read { path: path.clone(), message: format!("line {}: {e}", i + 1) })
+        })
+        .collect()
+}

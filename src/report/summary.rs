@@ -1,0 +1,272 @@
+//! `summary.json`: the figures of a run, what was dropped and why, and
+//! what each judge cost.
+//!
+//! Owns: the summary's contract (fields are only ever added) and the price
+//! arithmetic. Must never present a figure over fewer rows than the run
+//! had without saying so (the counts and problem lists travel with it).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::{self, Bootstrap, Counts, Figures};
+use crate::judge::CounterSnapshot;
+use crate::score::{Status, TaskResult};
+
+/// Prices in USD per million tokens, from prices.toml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    #[serde(default)]
+    pub models: BTreeMap<String, Price>,
+}
+
+/// One model's prices (USD per million tokens).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    /// Prompt tokens read from the provider's prompt cache.
+    pub cached_input: f64,
+    /// Prompt tokens written to the provider's prompt cache (Anthropic:
+    /// 1.25 × input); `input` when absent.
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+    pub output: f64,
+    /// Batch API prices, when the provider sells them.
+    #[serde(default)]
+    pub batch_input: Option<f64>,
+    #[serde(default)]
+    pub batch_output: Option<f64>,
+    /// Where the figures come from and when they were checked.
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub checked: Option<String>,
+}
+
+/// Tokens billed, split by rate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Billed {
+    /// All prompt tokens (cached and cache-written included).
+    pub input: u64,
+    pub cached: u64,
+    pub cache_write: u64,
+    pub output: u64,
+}
+
+impl Billed {
+    /// A judge's live-call totals.
+    pub fn of(c: &CounterSnapshot) -> Billed {
+        Billed { input: c.input_tokens, cached: c.cached_tokens, cache_write: c.cache_write_tokens, output: c.output_tokens }
+    }
+}
+
+/// Why a price table cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("price table {path}: {message}")]
+pub struct PriceError {
+    pub path: String,
+    pub message: String,
+}
+
+impl Prices {
+    /// Reads a price table.
+    pub fn load(path: &Path) -> Result<Prices, PriceError> {
+        let err = |message: String| PriceError { path: path.display().to_string(), message };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        Prices::parse(&text).map_err(err)
+    }
+
+    /// Reads a price table given as text.
+    pub fn parse(text: &str) -> Result<Prices, String> {
+        toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())
+    }
+
+    /// Cost of billed tokens; `None` when the model has no price.
+    pub fn cost(&self, model: &str, b: Billed) -> Option<f64> {
+        let p = self.models.get(model)?;
+        let plain = b.input.saturating_sub(b.cached).saturating_sub(b.cache_write) as f64;
+        let write = p.cache_write.unwrap_or(p.input);
+        Some((plain * p.input + b.cached as f64 * p.cached_input + b.cache_write as f64 * write + b.output as f64 * p.output) / 1e6)
+    }
+}
+
+/// What a dry run expects a judge to cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Calls not yet in the cache.
+    pub calls: u64,
+    pub cached_calls: u64,
+    pub input_tokens: u64,
+    /// Input tokens in prompt prefixes shared with an earlier call.
+    pub shared_prefix_tokens: u64,
+    /// Upper bound: every call uses its whole output budget.
+    pub max_output_tokens: u64,
+    pub max_cost_usd: Option<f64>,
+}
+
+/// One judge's part in a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JudgeSummary {
+    pub provider: String,
+    pub model: String,
+    /// The environment variable the key is read from (never the key);
+    /// empty when the server needs no key.
+    #[serde(default)]
+    pub api_key_env: String,
+    /// Whether the judge could be called (a key, or none needed).
+    pub has_key: bool,
+    /// Why traffic to the judge stopped during the run, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    #[serde(flatten)]
+    pub counters: CounterSnapshot,
+    /// Share of input tokens the provider served from its prompt cache.
+    pub cached_share: Option<f64>,
+    /// `None` when prices.toml has no price for the model.
+    pub cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<Estimate>,
+}
+
+/// Figures over each task's best trial.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BestAtK {
+    pub k: usize,
+    pub overall: Option<f64>,
+    pub turn_weighted: Option<f64>,
+}
+
+/// An output file that could not be used, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unusable {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Rows that did not get a reward from their rubrics, grouped by reason.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Problems {
+    /// reason → rows ("task trial N").
+    pub incomplete: BTreeMap<String, Vec<String>>,
+    pub gate_failed: BTreeMap<String, Vec<String>>,
+    /// Rows whose reward a required item zeroed.
+    #[serde(default)]
+    pub required_unmet: BTreeMap<String, Vec<String>>,
+}
+
+impl Problems {
+    fn of(rows: &[TaskResult]) -> Problems {
+        let mut p = Problems::default();
+        for r in rows {
+            let id = if r.trial == "1" { r.task.clone() } else { format!("{} trial {}", r.task, r.trial) };
+            let why = r.reason.clone().unwrap_or_default();
+            match r.status {
+                Status::Incomplete => p.incomplete.entry(why).or_default().push(id),
+                Status::GateFailed => p.gate_failed.entry(r.gate.reason.clone()).or_default().push(id),
+                Status::Scored if r.reason.is_some() => p.required_unmet.entry(why).or_default().push(id),
+                _ => {}
+            }
+        }
+        p
+    }
+}
+
+/// summary.json.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub format: String,
+    pub version: u32,
+    pub dry_run: bool,
+    pub counts: Counts,
+    #[serde(flatten)]
+    pub figures: Figures,
+    pub ci95: Option<[f64; 2]>,
+    pub bootstrap: Option<Bootstrap>,
+    pub best_at_k: BestAtK,
+    pub judges: BTreeMap<String, JudgeSummary>,
+    pub quorum: usize,
+    pub template_version: String,
+    /// Tasks with no output file.
+    pub missing: Vec<String>,
+    /// Output files that match no task.
+    pub unmatched_outputs: Vec<String>,
+    /// Files named after a task that could not be used.
+    #[serde(default)]
+    pub unusable_outputs: Vec<Unusable>,
+    #[serde(default)]
+    pub problems: Problems,
+}
+
+impl Summary {
+    /// Figures, counts and problems of a run's rows (judges are added by
+    /// the caller). `model` names the evaluated model (it seeds the
+    /// reference's CI).
+    pub fn build(rows: &[TaskResult], missing: Vec<String>, unmatched: Vec<String>, boot: Bootstrap, model: Option<&str>) -> Summary {
+        let _ = model;
+        let figures = aggregate::figures(rows);
+        let best = aggregate::best_of_trials(rows);
+        let mut trials: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in rows {
+            *trials.entry(&r.task).or_default() += 1;
+        }
+        let best_figures = aggregate::figures(&best);
+        Summary {
+            format: "redjury.summary".into(),
+            version: 1,
+            dry_run: false,
+            counts: aggregate::counts(rows, missing.len()),
+            ci95: aggregate::bootstrap_ci(rows, boot),
+            bootstrap: Some(boot),
+            best_at_k: BestAtK {
+                k: trials.values().copied().max().unwrap_or(0),
+                overall: best_figures.overall,
+                turn_weighted: best_figures.turn_weighted,
+            },
+            figures,
+            judges: BTreeMap::new(),
+            quorum: 0,
+            template_version: String::new(),
+            missing,
+            unmatched_outputs: unmatched,
+            unusable_outputs: Vec::new(),
+            problems: Problems::of(rows),
+        }
+    }
+
+    /// Rows counted in the figures.
+    pub fn counted(&self) -> usize {
+        self.counts.scored + self.counts.gate_failed
+    }
+
+    /// Whether anything was left out of the figures or could not be used.
+    pub fn has_problems(&self) -> bool {
+        let c = &self.counts;
+        c.incomplete + c.pending + c.gate_failed + c.missing_outputs > 0
+            || !self.unmatched_outputs.is_empty()
+            || !self.unusable_outputs.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anthropic_cache_writes_are_priced_at_their_rate() {
+        let prices = Prices::parse(
+            "[models.haiku]\ninput = 1.0\ncached_input = 0.1\ncache_write = 1.25\noutput = 5.0\n[models.plain]\ninput = 1.0\ncached_input = 0.1\noutput = 5.0\n",
+        )
+        .unwrap_or_default();
+        // 1M prompt tokens: 200k read from cache, 300k written, 500k plain; 100k out.
+        let b = Billed { input: 1_000_000, cached: 200_000, cache_write: 300_000, output: 100_000 };
+        let cost = prices.cost("haiku", b).unwrap_or(f64::NAN);
+        assert!((cost - (0.5 + 0.02 + 0.375 + 0.5)).abs() < 1e-9, "{cost}");
+        // Without a cache_write rate, writes cost plain input.
+        let plain = prices.cost("plain", b).unwrap_or(f64::NAN);
+        assert!((plain - (0.5 + 0.02 + 0.3 + 0.5)).abs() < 1e-9, "{plain}");
+        assert_eq!(prices.cost("unknown", b), None);
+    }
+}
