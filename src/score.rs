@@ -182,20 +182,22 @@ impl TaskResult {
         true
     }
 
-    /// "quorum not met on r02, r05: judge-a: no API key: set X; …", the
-    /// judges' reasons in judge order, for the rubrics without a verdict.
+    /// "quorum not met — judge-a: no API key: set X; judge-b: …": the
+    /// judges' reasons, in judge order, for the rubrics without a verdict
+    /// (which rubrics those are, their own rows say). Rows failing for the
+    /// same reasons read the same, so summaries can group them.
     fn incomplete_reason(&self) -> String {
-        let open: Vec<&RubricResult> = self.rubrics.iter().filter(|r| r.verdict.is_none()).collect();
-        let ids: Vec<&str> = open.iter().map(|r| r.id.as_str()).collect();
         let mut why: BTreeMap<&str, &str> = BTreeMap::new();
-        for r in &open {
+        for r in self.rubrics.iter().filter(|r| r.verdict.is_none()) {
             for (judge, reason) in &r.abstentions {
                 why.entry(judge).or_insert(reason);
             }
         }
+        if why.is_empty() {
+            return "quorum not met".into();
+        }
         let why: Vec<String> = why.iter().map(|(j, r)| format!("{j}: {r}")).collect();
-        let because = if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) };
-        format!("quorum not met on {}{because}", ids.join(", "))
+        format!("quorum not met — {}", why.join("; "))
     }
 
     /// Whether the row counts in reward means (scored, or gate-failed = 0).

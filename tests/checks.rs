@@ -39,7 +39,7 @@ fn author() {
     let (v, _) = run(serde_json::json!({"type": "author", "authors": ["Counterparty"], "mode": "only"}), &doc, None, "x");
     assert_eq!(v, Fail);
     // Two authors in one turn-2 file: "all" by one of them fails, "any" passes.
-    let turn2 = load(&root().join("gold/redlines/redline-s1-t2-g01.docx"));
+    let turn2 = load(&root().join("gold/redlines/redline-s1-t2-g01a.docx"));
     let (v, why) = run(serde_json::json!({"type": "author", "authors": ["Customer Counsel"]}), &turn2, None, "x");
     assert_eq!(v, Fail);
     assert!(why.contains("are by others: Vendor Counsel"), "{why}");

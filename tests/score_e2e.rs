@@ -6,146 +6,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+use common::e2e::*;
 use common::mock::*;
-use serde_json::Value;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Gold verdicts: task → output kind (gold, strong, weak) → rubric → verdict.
-fn gold_verdicts() -> BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> {
-    let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(root().join("gold/verdicts")).expect("gold/verdicts").flatten() {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(entry.path()).expect("read")).expect("json");
-        let task = v["task_id"].as_str().expect("task_id").to_string();
-        let mut kinds = BTreeMap::new();
-        for (kind, rubrics) in v["outputs"].as_object().expect("outputs") {
-            let m = rubrics
-                .as_object()
-                .expect("rubrics")
-                .iter()
-                .map(|(id, r)| (id.clone(), r["verdict"].as_str().expect("verdict").to_string()))
-                .collect();
-            kinds.insert(kind.clone(), m);
-        }
-        out.insert(task, kinds);
-    }
-    out
-}
-
-/// A mock judge that answers as the attorney did for `kind` outputs: it
-/// finds the task in the view's title and looks its verdicts up.
-fn stand_in(provider: &'static str, kind: &'static str) -> Handler {
-    let verdicts = Arc::new(gold_verdicts());
-    Arc::new(move |req: &Recorded, _| {
-        let body = req.body.replace("\\n", "\n");
-        let task = body.split("Annotated redline: ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap_or("").to_string();
-        let table = verdicts.get(&task).and_then(|k| k.get(kind)).cloned().unwrap_or_default();
-        let ids = req.rubric_ids();
-        let text = verdicts_json(&ids, &|id| if table.get(id).map(String::as_str) == Some("PASS") { "PASS" } else { "FAIL" });
-        ok(success_body(provider, &text))
-    })
-}
-
-struct Judges {
-    openai: MockServer,
-    anthropic: MockServer,
-    gemini: MockServer,
-}
-
-impl Judges {
-    async fn start(kind: &'static str) -> Judges {
-        Judges {
-            openai: MockServer::start(stand_in("openai", kind)).await,
-            anthropic: MockServer::start(stand_in("anthropic", kind)).await,
-            gemini: MockServer::start(stand_in("gemini", kind)).await,
-        }
-    }
-
-    fn panel(&self, dir: &Path, gemini_model: &str) -> PathBuf {
-        let judge = |name: &str, provider: &str, url: String, model: &str, env: &str| {
-            format!(
-                "[[judge]]\nname = \"{name}\"\nprovider = \"{provider}\"\nmodel = \"{model}\"\nbase_url = \"{url}\"\napi_key_env = \"{env}\"\nrpm = 6000\ntpm = 10000000\nmax_concurrency = 8\ntimeout_secs = 10\nmax_attempts = 3\nretry_base_ms = 10\n\n"
-            )
-        };
-        let text = format!(
-            "[vote]\nquorum = 2\n\n{}{}{}",
-            judge("gpt", "openai", format!("{}/v1", self.openai.url()), "gpt-test", "E2E_OPENAI_KEY"),
-            judge("claude", "anthropic", self.anthropic.url(), "claude-test", "E2E_ANTHROPIC_KEY"),
-            judge("gemini", "gemini", self.gemini.url(), gemini_model, "E2E_GEMINI_KEY"),
-        );
-        let path = dir.join(format!("panel-{gemini_model}.toml"));
-        std::fs::write(&path, text).expect("write panel");
-        path
-    }
-
-    fn counts(&self) -> [usize; 3] {
-        [self.openai.requests().len(), self.anthropic.requests().len(), self.gemini.requests().len()]
-    }
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("redjury-e2e-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-async fn redjury(args: Vec<String>, keys: bool) -> (i32, String, String) {
-    tokio::task::spawn_blocking(move || {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redjury"));
-        cmd.args(&args).current_dir(root()).env_remove("RUST_LOG");
-        for k in ["E2E_OPENAI_KEY", "E2E_ANTHROPIC_KEY", "E2E_GEMINI_KEY"] {
-            if keys {
-                cmd.env(k, "sk-e2e-secret");
-            } else {
-                cmd.env_remove(k);
-            }
-        }
-        let out = cmd.output().expect("run redjury");
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
-    })
-    .await
-    .expect("join")
-}
-
-fn score_args(outputs: &str, panel: &Path, out: &Path, cache: &Path) -> Vec<String> {
-    [
-        "score",
-        "--tasks",
-        "rubrics",
-        "--outputs",
-        outputs,
-        "--panel",
-        &panel.display().to_string(),
-        "--out",
-        &out.display().to_string(),
-        "--cache",
-        &cache.display().to_string(),
-        "--quiet",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-fn summary(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("json")
-}
-
-fn results(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("results.jsonl"))
-        .expect("results.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn score_rerun_rejudge_report() {
@@ -169,7 +34,7 @@ async fn score_rerun_rejudge_report() {
     assert_eq!(first["status"], "scored");
     assert_eq!(first["rubrics"][0]["votes"].as_object().map(|o| o.len()), Some(3));
     assert!(first["rubrics"][0]["justifications"]["gpt"].as_str().unwrap_or("").starts_with("Checked"));
-    assert!(run1.join("views/redline-s1-t2-g01.md").is_file());
+    assert!(run1.join("views/redline-s1-t2-g01a.md").is_file());
     for f in ["results.jsonl", "summary.json", "prompts.jsonl", "rewards.jsonl"] {
         let text = std::fs::read_to_string(run1.join(f)).expect("read");
         assert!(!text.contains("sk-e2e-secret"), "the API key reached {f}");
@@ -206,7 +71,7 @@ async fn score_rerun_rejudge_report() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(judges.counts(), [9, 9, 18], "only the changed judge is called");
     assert_eq!(summary(&run3)["counts"]["scored"], 11);
-    assert!(run3.join("views/redline-s1-t2-g01.md").is_file(), "views carried over");
+    assert!(run3.join("views/redline-s1-t2-g01a.md").is_file(), "views carried over");
 
     // Report with a paired comparison and judge agreement.
     let (code, out, err) =
@@ -271,7 +136,7 @@ async fn judges_without_keys_leave_tasks_incomplete_or_pending_never_zero() {
     assert!(s["judges"]["gpt"]["estimate"]["calls"].as_u64() == Some(9));
     let rewards = std::fs::read_to_string(run.join("rewards.jsonl")).expect("rewards");
     assert_eq!(rewards.lines().count(), 2, "rewards only for the rows scored offline: {rewards}");
-    assert!(rewards.contains("\"redline-s3-t1-g01\"") && rewards.contains("\"redline-s3-t2-g01\""), "{rewards}");
+    assert!(rewards.contains("\"redline-s3-t1-g01a\"") && rewards.contains("\"redline-s3-t2-g01a\""), "{rewards}");
     assert_eq!(std::fs::read_to_string(run.join("prompts.jsonl")).expect("prompts").lines().count(), 9, "prompts stored");
 
     // Two of three judges fail for good (401): quorum 2 cannot be met, so
@@ -347,9 +212,9 @@ async fn identical_trials_share_one_paid_call_and_clashing_trials_are_refused() 
     let dir = temp_dir("dedupe");
     let outputs = dir.join("outputs");
     for trial in ["a", "b", "c"] {
-        let t = outputs.join("redline-s1-t2-g01").join(trial);
+        let t = outputs.join("redline-s1-t2-g01a").join(trial);
         std::fs::create_dir_all(&t).expect("mkdir");
-        std::fs::copy(root().join("gold/redlines/redline-s1-t2-g01.docx"), t.join("contract.docx")).expect("copy");
+        std::fs::copy(root().join("gold/redlines/redline-s1-t2-g01a.docx"), t.join("contract.docx")).expect("copy");
     }
     let panel = judges.panel(&dir, "gemini-test");
     let run = dir.join("run");
@@ -361,13 +226,13 @@ async fn identical_trials_share_one_paid_call_and_clashing_trials_are_refused() 
     assert_eq!(s["best_at_k"]["k"], 3);
     assert_eq!(s["counts"]["missing_outputs"], 10);
     // <task>/contract.docx and <task>/1/contract.docx are both trial 1.
-    let t = outputs.join("redline-s1-t2-g01");
+    let t = outputs.join("redline-s1-t2-g01a");
     std::fs::create_dir_all(t.join("1")).expect("mkdir");
     std::fs::copy(t.join("a/contract.docx"), t.join("contract.docx")).expect("copy");
     std::fs::copy(t.join("a/contract.docx"), t.join("1/contract.docx")).expect("copy");
     let (code, _, err) =
         redjury(score_args(&outputs.display().to_string(), &panel, &dir.join("run2"), &dir.join("cache.sqlite")), true).await;
     assert_eq!(code, 1);
-    assert!(err.contains("a second output for task redline-s1-t2-g01 trial 1"), "{err}");
+    assert!(err.contains("a second output for task redline-s1-t2-g01a trial 1"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,7 +2,7 @@
 """Reference implementation (Python, stdlib only) of the deterministic rubric
 checks (`"kind": "check"`), used to write gold/verdicts for scenario s3.
 
-    python3 scenarios/generate/checks.py rubrics/redline-s3-t2-g01.json OUTPUT.docx [...]
+    python3 scenarios/generate/checks.py rubrics/redline-s3-t2-g01a.json OUTPUT.docx [...]
     python3 scenarios/generate/checks.py --sections FILE.docx   # section of every paragraph
 
 The Rust implementation is the product; this file fixes what each check means

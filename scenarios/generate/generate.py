@@ -251,7 +251,13 @@ def reward(rubrics, verdicts):
 
 
 def task_name(sid, turn, group, variant):
-    return "redline-%s-t%d-%s%s" % (sid, turn, group, variant or "")
+    # Every reference reader wants one lower-case variant letter.
+    return "redline-%s-t%d-%s%s" % (sid, turn, group, variant or "a")
+
+
+def task_id(sid, turn, group, variant):
+    """The reference schema's integer task_id, stable: S T GG V (v = a → 1)."""
+    return int(sid[1:]) * 1000 + turn * 100 + int(group[1:]) * 10 + (ord(variant or "a") - ord("a") + 1)
 
 
 def toml_str(s):
@@ -335,8 +341,9 @@ def main():
                                             category=cat, weight=weight))
                         checks[rid] = check
                     taskobj = {
-                        "task_id": name, "scenario_id": sc.ID, "scenario_label": sc.LABEL,
-                        "side": side, "level": turn, "input_group": gid, "variant": variant,
+                        "task_id": task_id(sc.ID, turn, group, variant), "scenario_id": int(sc.ID[1:]),
+                        "scenario_label": sc.LABEL,
+                        "side": side, "level": turn, "input_group": gid, "variant": variant or "a",
                         "represented_party": me["party"], "counterparty": other["party"],
                         "author": author,
                         # redjury reads the input to tell an output's new

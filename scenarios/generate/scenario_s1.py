@@ -185,8 +185,8 @@ OPS = {
     },
 }
 
-LC, CC, NQ, CA, DC = ("Legal correctness", "Commercial context", "Negotiation quality",
-                      "Counterparty acceptance prediction", "Deal-closing orientation")
+LC, CC, NQ, CA, DC = ("Legal correctness", "Commercial Context", "Negotiation Quality",
+                      "Counterparty Acceptance Prediction", "Deal-closing Orientation")
 
 T1A = [
     (CC, 8, "Replaces the liability cap in Section 9.2 (200% of the Fees paid and payable in the preceding 12 months) with a cap of 100% of the Fees paid in that period.",
@@ -425,5 +425,5 @@ TASKS = [
 # Outputs that must fail the scoring gate: no tracking at all / wrong author.
 GATE_FAIL = [
     ("redline-s1-t1-g01a", "untracked"),
-    ("redline-s1-t2-g01", "wrong_author", "Author"),
+    ("redline-s1-t2-g01a", "wrong_author", "Author"),
 ]

@@ -166,8 +166,8 @@ OPS = {
     },
 }
 
-LC, CC, NQ, CA, DC = ("Legal correctness", "Commercial context", "Negotiation quality",
-                      "Counterparty acceptance prediction", "Deal-closing orientation")
+LC, CC, NQ, CA, DC = ("Legal correctness", "Commercial Context", "Negotiation Quality",
+                      "Counterparty Acceptance Prediction", "Deal-closing Orientation")
 
 T1A = [
     (LC, 9, "Replaces the 'negotiate in good faith' business associate language in Section 5.3 with an obligation to sign Client's business associate agreement before any Personal Information is processed.",
@@ -318,5 +318,5 @@ TASKS = [
 ]
 
 GATE_FAIL = [
-    ("redline-s2-t2-g01", "wrong_author", "Corvid Ridge"),
+    ("redline-s2-t2-g01a", "wrong_author", "Corvid Ridge"),
 ]

@@ -4,13 +4,13 @@ SYNTHETIC: the parties, prices and positions are invented for the benchmark.
 The supplier (side A) sent its standard terms (BASE). The buyer returned a
 clean, edited draft. Three tasks follow, each input being the previous gold:
 
-  t1  redline-s3-t1-g01  (side A, author "Counterparty"): a comparison redline
+  t1  redline-s3-t1-g01a  (side A, author "Counterparty"): a comparison redline
       of the buyer's clean draft against the base, every change attributed to
       "Counterparty" (the buyer), no formatting revisions.
-  t2  redline-s3-t2-g01  (side A, author "Supplier Counsel"): input = t1 gold.
+  t2  redline-s3-t2-g01a  (side A, author "Supplier Counsel"): input = t1 gold.
       Accept every Counterparty change except the governing-law one (Clause 12),
       reject that one and say why in a comment anchored in Clause 12.
-  t3  redline-s3-t3-g01  (side B, author "Buyer Counsel"): input = t2 gold.
+  t3  redline-s3-t3-g01a  (side B, author "Buyer Counsel"): input = t2 gold.
       Add a twelve-month fee cap with carve-outs ONLY in Clause 9
       (Indemnification), tracked, with an explanatory comment.
 
@@ -388,8 +388,8 @@ def build(office, gen, tmp):
                 r["check"] = check
             rubrics.append(r)
         taskobj = {
-            "task_id": name, "scenario_id": ID, "scenario_label": LABEL,
-            "side": side, "level": turn, "input_group": gid, "variant": None,
+            "task_id": gen.task_id(ID, turn, group, None), "scenario_id": int(ID[1:]), "scenario_label": LABEL,
+            "side": side, "level": turn, "input_group": gid, "variant": "a",
             "represented_party": me["party"], "counterparty": other["party"],
             "author": author,
             "input": "../scenarios/%s/inputs/%s.docx" % (DIR, gid),

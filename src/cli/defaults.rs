@@ -53,7 +53,10 @@ pub fn resolve(
     };
     let cache = match cache {
         Some(c) => c.to_path_buf(),
-        None => out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).join("cache.sqlite"),
+        None => match out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => parent.join("cache.sqlite"),
+            None => PathBuf::from("cache.sqlite"),
+        },
     };
     Ok(Found { panel, panel_from, prices, prices_from, cache })
 }

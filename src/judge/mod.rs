@@ -327,7 +327,7 @@ impl Judge {
     /// A call not in the cache: paced, retried, stored.
     async fn fresh(&self, prompt: &Prompt, key: &CallKey, cache: &Arc<Cache>) -> CallResult {
         if let Some(reason) = self.stopped() {
-            return abstain_all(prompt, format!("judge stopped earlier in this run: {reason}"), 0);
+            return abstain_all(prompt, format!("judge stopped: {reason}"), 0);
         }
         let api_key = match &self.auth {
             Auth::Missing { env } => return abstain_all(prompt, format!("no API key: set {env}"), 0),
@@ -345,7 +345,7 @@ impl Judge {
             // Checked again after the wait: a judge stopped meanwhile gets
             // no more requests.
             if let Some(reason) = self.stopped() {
-                return Err(AttemptError::Stopped { reason: format!("judge stopped earlier in this run: {reason}") });
+                return Err(AttemptError::Stopped { reason: format!("judge stopped: {reason}") });
             }
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
             self.attempt(api_key, prompt).await

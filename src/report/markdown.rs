@@ -146,7 +146,7 @@ fn listed(out: &mut String, title: &str, groups: &BTreeMap<String, Vec<String>>)
     }
     let _ = writeln!(out, "\n#### {title}\n");
     for (reason, rows) in groups {
-        let _ = writeln!(out, "- {} — {}: {}", plural(rows.len(), "row", "rows"), reason, rows.join(", "));
+        let _ = writeln!(out, "- {} — {reason}\n  {}", plural(rows.len(), "row", "rows"), rows.join(", "));
     }
 }
 

@@ -12,11 +12,14 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::check_spec::PreparedCheck;
-use super::{Rubric, Side, Task, TaskError, TaskName, normalise_category, parse_task_name};
+use super::{Rubric, Side, Task, TaskError, TaskName, parse_task_name};
 
-/// The on-disk schema.
+/// The on-disk schema. Unknown keys are refused (with the nearest known
+/// key as a hint) before this is read, so a typo never passes unseen.
 #[derive(Deserialize)]
 struct TaskFile {
+    #[serde(default)]
+    task_id: Option<serde_json::Value>,
     #[serde(default)]
     scenario_id: Option<serde_json::Value>,
     #[serde(default)]
@@ -39,6 +42,28 @@ struct TaskFile {
     input: Option<String>,
     rubrics: Vec<RubricFile>,
 }
+
+/// The keys a task file may hold: the reference schema's, `input`, and
+/// `$schema`.
+const TASK_KEYS: &[&str] = &[
+    "task_id",
+    "scenario_id",
+    "scenario_label",
+    "side",
+    "level",
+    "input_group",
+    "variant",
+    "represented_party",
+    "counterparty",
+    "author",
+    "rubrics",
+    "input",
+    "$schema",
+];
+
+/// The keys a rubric may hold: the reference schema's and redjury's
+/// `kind`, `check` and `required`.
+const RUBRIC_KEYS: &[&str] = &["id", "criteria", "justification", "category", "weight", "kind", "check", "required"];
 
 #[derive(Deserialize)]
 struct RubricFile {
@@ -68,7 +93,6 @@ pub(super) fn invalid(path: &Path, message: impl Into<String>) -> TaskError {
 /// Where a field's value may come from, in order: the JSON, the Harbor
 /// metadata, the task name.
 struct Sources<'a> {
-    path: &'a Path,
     file: &'a TaskFile,
     meta: &'a Meta,
     name: Option<TaskName>,
@@ -83,7 +107,7 @@ impl Sources<'_> {
         })
     }
 
-    fn scenario(&self) -> Result<String, TaskError> {
+    fn scenario(&self) -> Result<String, String> {
         self.file
             .scenario_id
             .as_ref()
@@ -93,71 +117,106 @@ impl Sources<'_> {
                 normalise_scenario(&serde_json::Value::String(m))
             })
             .or_else(|| self.name.as_ref().map(|p| p.scenario.clone()))
-            .ok_or_else(|| invalid(self.path, "missing scenario_id"))
+            .ok_or_else(|| "missing scenario_id".into())
     }
 
-    fn side(&self) -> Result<Side, TaskError> {
+    fn side(&self) -> Result<Side, String> {
         match self.file.side.clone().or_else(|| self.meta("side")).as_deref().map(str::trim) {
             Some("A") | Some("a") => Ok(Side::A),
             Some("B") | Some("b") => Ok(Side::B),
-            Some(other) => Err(invalid(self.path, format!("unknown side {other:?} (expected \"A\" or \"B\")"))),
-            None => Err(invalid(self.path, "missing side (\"A\" or \"B\")")),
+            Some(other) => Err(format!("unknown side {other:?} (expected \"A\" or \"B\")")),
+            None => Err("missing side (\"A\" or \"B\")".into()),
         }
     }
 
-    fn turn(&self) -> Result<u32, TaskError> {
+    fn turn(&self) -> Result<u32, String> {
         match &self.file.level {
             Some(serde_json::Value::Number(n)) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
             Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
             _ => self.meta("level").or_else(|| self.meta("turn")).and_then(|s| s.parse().ok()),
         }
         .or_else(|| self.name.as_ref().map(|p| p.turn))
-        .ok_or_else(|| invalid(self.path, "missing or invalid level (the negotiation turn, an integer)"))
+        .ok_or_else(|| "missing or invalid level (the negotiation turn, an integer)".into())
     }
 
-    fn input_group(&self) -> Result<String, TaskError> {
+    fn input_group(&self) -> Result<String, String> {
         self.file
             .input_group
             .clone()
             .or_else(|| self.meta("input_group"))
             .or_else(|| self.name.as_ref().map(|p| p.group.clone()))
-            .ok_or_else(|| invalid(self.path, "missing input_group (s{S}-t{T}-g{NN})"))
+            .ok_or_else(|| "missing input_group (s{S}-t{T}-g{NN})".into())
     }
 
-    fn required(&self, json: &Option<String>, field: &str) -> Result<String, TaskError> {
-        json.clone()
-            .or_else(|| self.meta(field))
-            .filter(|s| !s.trim().is_empty())
-            .ok_or_else(|| invalid(self.path, format!("missing {field}")))
+    fn required(&self, json: &Option<String>, field: &str) -> Result<String, String> {
+        json.clone().or_else(|| self.meta(field)).filter(|s| !s.trim().is_empty()).ok_or_else(|| format!("missing {field}"))
+    }
+}
+
+/// Every problem of one file, reported together.
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    /// The value, or `None` with its problem noted.
+    fn take<T>(&mut self, r: Result<T, String>) -> Option<T> {
+        r.map_err(|e| self.0.push(e)).ok()
+    }
+    fn push(&mut self, p: String) {
+        self.0.push(p);
     }
 }
 
 /// Reads and validates one task file. `name` is the task's name (file stem
 /// or Harbor folder); `default_input` is the input a Harbor task ships.
+/// Every problem of the file is reported at once.
 pub(super) fn load(path: &Path, name: &str, meta: &Meta, default_input: Option<PathBuf>) -> Result<Task, TaskError> {
     let text = std::fs::read_to_string(path).map_err(|source| TaskError::Io { path: path.to_path_buf(), source })?;
-    let file: TaskFile = serde_json::from_str(&text).map_err(|e| invalid(path, format!("not a task file: {e}")))?;
-    let src = Sources { path, file: &file, meta, name: parse_task_name(name) };
-    let (scenario, side, turn, input_group) = (src.scenario()?, src.side()?, src.turn()?, src.input_group()?);
-    let variant = file.variant.clone().or_else(|| src.meta("variant")).or_else(|| src.name.as_ref().and_then(|p| p.variant.clone()));
-    if let Some(p) = &src.name {
-        if p.group != input_group {
-            return Err(invalid(path, format!("task name {name} implies input_group {} but the file says {input_group}", p.group)));
+    // Windows editors save UTF-8 with a byte-order mark; JSON has none.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| invalid(path, format!("not JSON: {e}")))?;
+    let mut problems = Problems::default();
+    unknown_keys(&value, &mut problems);
+    let file: TaskFile = match serde_json::from_value(value) {
+        Ok(f) => f,
+        Err(e) => {
+            problems.push(format!("not a task file: {e}"));
+            return Err(invalid(path, problems.0.join("; ")));
         }
-        if p.turn != turn {
-            return Err(invalid(path, format!("task name {name} implies turn {} but the file says level {turn}", p.turn)));
-        }
-    }
-    let represented_party = src.required(&file.represented_party, "represented_party")?;
-    let counterparty = src.required(&file.counterparty, "counterparty")?;
-    let author = src.required(&file.author, "author")?;
-    let rubrics = rubrics(path, &file.rubrics)?;
-    let input = file.input.as_deref().map(|i| path.parent().unwrap_or(Path::new(".")).join(i)).or(default_input);
-    let (input_doc, input_sha) = match &input {
-        Some(p) => load_input(path, p).map(|(doc, sha)| (Some(doc), Some(sha)))?,
-        None => (None, None),
     };
-    Ok(Task {
+    let src = Sources { file: &file, meta, name: parse_task_name(name) };
+    let scenario = problems.take(src.scenario());
+    let side = problems.take(src.side());
+    let turn = problems.take(src.turn());
+    let input_group = problems.take(src.input_group());
+    let represented_party = problems.take(src.required(&file.represented_party, "represented_party"));
+    let counterparty = problems.take(src.required(&file.counterparty, "counterparty"));
+    let author = problems.take(src.required(&file.author, "author"));
+    agrees_with_name(name, &src, turn, input_group.as_deref(), &mut problems);
+    let rubrics = rubrics(path, &file.rubrics, &mut problems);
+    let input = file.input.as_deref().map(|i| path.parent().unwrap_or(Path::new(".")).join(i)).or(default_input);
+    let loaded = match &input {
+        Some(p) => problems.take(load_input(p)).map(|(doc, sha)| (Some(doc), Some(sha))),
+        None => Some((None, None)),
+    };
+    let (
+        Some(scenario),
+        Some(side),
+        Some(turn),
+        Some(input_group),
+        Some(represented_party),
+        Some(counterparty),
+        Some(author),
+        Some((input_doc, input_sha)),
+    ) = (scenario, side, turn, input_group, represented_party, counterparty, author, loaded)
+    else {
+        return Err(invalid(path, problems.0.join("; ")));
+    };
+    if !problems.0.is_empty() {
+        return Err(invalid(path, problems.0.join("; ")));
+    }
+    let variant = file.variant.clone().or_else(|| src.meta("variant")).or_else(|| src.name.as_ref().and_then(|p| p.variant.clone()));
+    let task = Task {
         name: name.to_string(),
         scenario,
         scenario_label: file.scenario_label.clone().or_else(|| src.meta("scenario_label")),
@@ -173,71 +232,139 @@ pub(super) fn load(path: &Path, name: &str, meta: &Meta, default_input: Option<P
         input,
         input_doc,
         input_sha,
-    })
+    };
+    for rule in super::reference::broken_rules(&task, &file.task_id, &file.scenario_id, &file.level) {
+        tracing::warn!("{}: {rule} (the reference's readers would drop or reject it; redjury accepts it)", path.display());
+    }
+    Ok(task)
 }
 
-/// Validates the rubric list.
-fn rubrics(path: &Path, items: &[RubricFile]) -> Result<Vec<Rubric>, TaskError> {
+/// The task name's scenario, turn and group must agree with the file; a
+/// string `task_id` must be the name.
+fn agrees_with_name(name: &str, src: &Sources<'_>, turn: Option<u32>, group: Option<&str>, problems: &mut Problems) {
+    if let Some(p) = &src.name {
+        if let Some(group) = group.filter(|g| *g != p.group) {
+            problems.push(format!("task name {name} implies input_group {} but the file says {group}", p.group));
+        }
+        if let Some(turn) = turn.filter(|t| *t != p.turn) {
+            problems.push(format!("task name {name} implies turn {} but the file says level {turn}", p.turn));
+        }
+    }
+    if let Some(serde_json::Value::String(id)) = &src.file.task_id
+        && id != name
+    {
+        problems.push(format!("task_id {id:?} contradicts the task's name {name:?} (the file or folder name)"));
+    }
+}
+
+/// Keys neither the reference schema nor redjury knows, with the nearest
+/// known key as a hint.
+fn unknown_keys(value: &serde_json::Value, problems: &mut Problems) {
+    let Some(map) = value.as_object() else { return };
+    for key in map.keys().filter(|k| !TASK_KEYS.contains(&k.as_str())) {
+        problems.push(format!("unknown key {key:?}{}", hint(key, TASK_KEYS)));
+    }
+    let rubrics = map.get("rubrics").and_then(|r| r.as_array()).into_iter().flatten();
+    for (i, r) in rubrics.enumerate() {
+        let Some(r) = r.as_object() else { continue };
+        let id = r.get("id").map(|v| v.to_string()).unwrap_or_else(|| format!("#{}", i + 1));
+        for key in r.keys().filter(|k| !RUBRIC_KEYS.contains(&k.as_str())) {
+            problems.push(format!("rubric {id}: unknown key {key:?}{}", hint(key, RUBRIC_KEYS)));
+        }
+    }
+}
+
+/// " (did you mean \"category\"?)" when a known key is within two edits.
+fn hint(key: &str, known: &[&str]) -> String {
+    let near = known.iter().map(|k| (edit_distance(key, k), k)).filter(|(d, _)| *d <= 2).min();
+    near.map(|(_, k)| format!(" (did you mean {k:?}?)")).unwrap_or_default()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
+}
+
+/// Validates the rubric list, noting every problem.
+fn rubrics(path: &Path, items: &[RubricFile], problems: &mut Problems) -> Vec<Rubric> {
     if items.is_empty() {
-        return Err(invalid(path, "no rubrics"));
+        problems.push("no rubrics".into());
     }
     let mut rubrics = Vec::with_capacity(items.len());
     let mut seen = HashSet::new();
     for (i, r) in items.iter().enumerate() {
-        let rubric = rubric(path, i, r)?;
+        let Some(rubric) = problems.take(rubric(path, i, r)) else { continue };
         if !seen.insert(rubric.id.clone()) {
-            return Err(invalid(path, format!("duplicate rubric id {:?}", rubric.id)));
+            problems.push(format!("duplicate rubric id {:?}", rubric.id));
         }
         rubrics.push(rubric);
     }
-    if !rubrics.iter().any(|r| r.weight > 0) {
-        return Err(invalid(path, "no rubric with a positive weight: the reward would be undefined"));
+    if !items.is_empty() && rubrics.len() == items.len() && !rubrics.iter().any(|r| r.weight > 0) {
+        problems.push("no rubric with a positive weight: the reward would be undefined".into());
     }
-    Ok(rubrics)
+    rubrics
 }
 
 /// Validates rubric number `i` (0-based).
-fn rubric(path: &Path, i: usize, r: &RubricFile) -> Result<Rubric, TaskError> {
+fn rubric(path: &Path, i: usize, r: &RubricFile) -> Result<Rubric, String> {
     let id = match &r.id {
-        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::String(s) if s.trim().is_empty() => return Err(format!("rubric #{} has an empty id", i + 1)),
+        serde_json::Value::String(s) => s.trim().to_string(),
         serde_json::Value::Number(n) => n.to_string(),
-        _ => return Err(invalid(path, format!("rubric #{} has an id that is not a string", i + 1))),
+        _ => return Err(format!("rubric #{} has an id that is not a string", i + 1)),
     };
-    let weight = r.weight.as_i64().ok_or_else(|| invalid(path, format!("rubric {id}: weight must be an integer, got {}", r.weight)))?;
+    let weight = r.weight.as_i64().ok_or_else(|| format!("rubric {id}: weight must be an integer, got {}", r.weight))?;
     if weight == 0 || !(-10..=10).contains(&weight) {
-        return Err(invalid(path, format!("rubric {id}: weight {weight} is out of range (−10..10, not 0)")));
+        return Err(format!("rubric {id}: weight {weight} is out of range (−10..10, not 0)"));
     }
     if r.criteria.trim().is_empty() {
-        return Err(invalid(path, format!("rubric {id}: empty criteria")));
+        return Err(format!("rubric {id}: empty criteria"));
     }
     let base = path.parent().unwrap_or(Path::new("."));
     let check = match (r.kind.as_deref().map(str::trim), &r.check) {
         (None | Some("llm"), None) => None,
-        (Some("check"), Some(c)) => Some(PreparedCheck::from_json(c, base).map_err(|e| invalid(path, format!("rubric {id}: {e}")))?),
-        (Some("check"), None) => return Err(invalid(path, format!("rubric {id}: kind \"check\" needs a \"check\" object"))),
-        (None | Some("llm"), Some(_)) => {
-            return Err(invalid(path, format!("rubric {id}: has a \"check\" object but kind is not \"check\"")));
-        }
-        (Some(other), _) => return Err(invalid(path, format!("rubric {id}: unknown kind {other:?} (expected \"llm\" or \"check\")"))),
+        (Some("check"), Some(c)) => Some(PreparedCheck::from_json(c, base).map_err(|e| format!("rubric {id}: {e}"))?),
+        (Some("check"), None) => return Err(format!("rubric {id}: kind \"check\" needs a \"check\" object")),
+        (None | Some("llm"), Some(_)) => return Err(format!("rubric {id}: has a \"check\" object but kind is not \"check\"")),
+        (Some(other), _) => return Err(format!("rubric {id}: unknown kind {other:?} (expected \"llm\" or \"check\")")),
     };
     Ok(Rubric {
         id,
         criteria: r.criteria.trim().to_string(),
         justification: r.justification.clone().unwrap_or_default().trim().to_string(),
-        category: normalise_category(r.category.as_deref().unwrap_or("")),
+        category: category(r.category.as_deref()),
         weight: weight as i32,
         required: r.required.unwrap_or(false),
         check,
     })
 }
 
+/// A category as written (surrounding space trimmed), as the reference keys
+/// it; none or empty is "(uncategorized)".
+fn category(c: Option<&str>) -> String {
+    match c.map(str::trim) {
+        None | Some("") => "(uncategorized)".into(),
+        Some(c) => c.to_string(),
+    }
+}
+
 /// The task's input document, parsed, and the hash of its bytes: the gate
 /// and the scope check compare an output with it.
-fn load_input(task_path: &Path, input: &Path) -> Result<(Arc<crate::docx::Document>, String), TaskError> {
-    let bytes = std::fs::read(input).map_err(|e| invalid(task_path, format!("input {}: {e}", input.display())))?;
+fn load_input(input: &Path) -> Result<(Arc<crate::docx::Document>, String), String> {
+    let limits = crate::docx::Limits::default();
+    let bytes = crate::docx::read_file(input, &limits).map_err(|e| format!("input {}: {e}", input.display()))?;
     let sha = crate::hash::sha256_hex_bytes(&bytes);
-    let doc = crate::docx::from_bytes(bytes, crate::docx::Limits::default())
-        .map_err(|e| invalid(task_path, format!("input {}: {e}", input.display())))?;
+    let doc = crate::docx::from_bytes(bytes, limits).map_err(|e| format!("input {}: {e}", input.display()))?;
     Ok((Arc::new(doc), sha))
 }
 

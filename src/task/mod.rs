@@ -13,23 +13,29 @@ use serde::{Deserialize, Serialize};
 pub mod check_spec;
 mod file;
 mod outputs;
+pub mod reference;
 
 pub use outputs::{Output, Outputs, find_outputs, unusable_reason};
 
-/// The five rubric dimensions, spelled as the reference benchmark spells them.
-pub const CATEGORIES: [&str; 5] =
-    ["Legal correctness", "Commercial Context", "Negotiation Quality", "Counterparty Acceptance Prediction", "Deal-closing Orientation"];
-
+/// Why tasks or outputs could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TaskError {
+    /// A file or folder cannot be read.
     #[error("cannot read {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    /// A task file (or an output) is not valid; the message lists every problem.
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    /// The folder holds no task.
     #[error("{dir}: no task files found (expected rubrics/<task>.json files or Harbor task folders with tests/rubrics.json)")]
     Empty { dir: PathBuf },
+    /// Two files define the same task name.
     #[error("task {name} is defined twice: {first} and {second}")]
     Duplicate { name: String, first: PathBuf, second: PathBuf },
+    /// Several task files are invalid: each is listed.
+    #[error("{} task files are invalid:\n{}", .0.len(), .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
+    Several(Vec<TaskError>),
 }
 
 /// Which side a task represents.
@@ -179,16 +185,6 @@ pub fn parse_task_name(name: &str) -> Option<TaskName> {
     })
 }
 
-/// Canonical spelling of a category (case-insensitive match on the five).
-pub fn normalise_category(c: &str) -> String {
-    let trimmed = c.trim();
-    CATEGORIES
-        .iter()
-        .find(|k| k.eq_ignore_ascii_case(trimmed))
-        .map(|k| k.to_string())
-        .unwrap_or_else(|| if trimmed.is_empty() { "(uncategorized)".into() } else { trimmed.to_string() })
-}
-
 /// Metadata a Harbor `task.toml` may carry under `[metadata]`.
 #[derive(Default, Deserialize)]
 struct HarborToml {
@@ -204,47 +200,79 @@ pub fn load_task(path: &Path, name: &str, meta: &BTreeMap<String, toml::Value>) 
 
 /// Loads every task under `dir`: `<dir>/<task>.json` files and Harbor task
 /// folders (`<dir>/<task>/tests/rubrics.json` with an optional `task.toml`).
-/// A single task file may be given instead of a folder.
+/// A single task file may be given instead of a folder. Every invalid file
+/// is reported, not only the first.
 pub fn load_tasks(dir: &Path) -> Result<Vec<Task>, TaskError> {
     let mut tasks: Vec<Task> = Vec::new();
-    let add = |task: Task, tasks: &mut Vec<Task>| -> Result<(), TaskError> {
-        if let Some(first) = tasks.iter().find(|t| t.name == task.name) {
-            return Err(TaskError::Duplicate { name: task.name.clone(), first: first.source.clone(), second: task.source.clone() });
-        }
-        tasks.push(task);
-        Ok(())
-    };
+    let mut errors: Vec<TaskError> = Vec::new();
     if dir.is_file() {
         let name = dir.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        add(load_task(dir, &name, &BTreeMap::new())?, &mut tasks)?;
+        tasks.push(load_task(dir, &name, &BTreeMap::new())?);
         return Ok(tasks);
     }
     let entries = std::fs::read_dir(dir).map_err(|source| TaskError::Io { path: dir.to_path_buf(), source })?;
     let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
     paths.sort();
     for path in paths {
-        let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        if path.is_file() && name.ends_with(".json") {
-            let stem = name.trim_end_matches(".json");
-            add(load_task(&path, stem, &BTreeMap::new())?, &mut tasks)?;
-        } else if path.is_dir() {
-            let rubrics = path.join("tests/rubrics.json");
-            if rubrics.is_file() {
-                let meta = match std::fs::read_to_string(path.join("task.toml")) {
-                    Ok(text) => {
-                        toml::from_str::<HarborToml>(&text).map_err(|e| file::invalid(&path.join("task.toml"), e.to_string()))?.metadata
-                    }
-                    Err(_) => BTreeMap::new(),
-                };
-                let input = Some(path.join("environment/app/contract.docx")).filter(|p| p.is_file());
-                add(file::load(&rubrics, &name, &meta, input)?, &mut tasks)?;
-            }
+        match load_entry(&path) {
+            Ok(Some(task)) => match tasks.iter().find(|t| t.name == task.name) {
+                Some(first) => {
+                    errors.push(TaskError::Duplicate { name: task.name.clone(), first: first.source.clone(), second: task.source })
+                }
+                None => tasks.push(task),
+            },
+            Ok(None) => {}
+            Err(e) => errors.push(e),
         }
     }
-    if tasks.is_empty() {
-        return Err(TaskError::Empty { dir: dir.to_path_buf() });
+    match errors.len() {
+        0 if tasks.is_empty() => Err(TaskError::Empty { dir: dir.to_path_buf() }),
+        0 => {
+            warn_about_category_spellings(&tasks);
+            Ok(tasks)
+        }
+        1 => Err(errors.remove(0)),
+        _ => Err(TaskError::Several(errors)),
     }
-    Ok(tasks)
+}
+
+/// One entry of a tasks folder: a task file, a Harbor task folder, or
+/// something else (`None`).
+fn load_entry(path: &Path) -> Result<Option<Task>, TaskError> {
+    let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    if path.is_file() && name.ends_with(".json") {
+        let stem = name.trim_end_matches(".json");
+        return load_task(path, stem, &BTreeMap::new()).map(Some);
+    }
+    let rubrics = path.join("tests/rubrics.json");
+    if !path.is_dir() || !rubrics.is_file() {
+        return Ok(None);
+    }
+    let meta = match std::fs::read_to_string(path.join("task.toml")) {
+        Ok(text) => toml::from_str::<HarborToml>(&text).map_err(|e| file::invalid(&path.join("task.toml"), e.to_string()))?.metadata,
+        Err(_) => BTreeMap::new(),
+    };
+    let input = Some(path.join("environment/app/contract.docx")).filter(|p| p.is_file());
+    file::load(&rubrics, &name, &meta, input).map(Some)
+}
+
+/// Categories are keyed as written (as the reference keys them); two
+/// spellings that differ only in case become two categories, so say so.
+fn warn_about_category_spellings(tasks: &[Task]) {
+    let mut seen: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for r in tasks.iter().flat_map(|t| &t.rubrics) {
+        let spellings = seen.entry(r.category.to_lowercase()).or_default();
+        if !spellings.contains(&r.category.as_str()) {
+            spellings.push(&r.category);
+        }
+    }
+    for spellings in seen.values().filter(|s| s.len() > 1) {
+        let quoted: Vec<String> = spellings.iter().map(|s| format!("{s:?}")).collect();
+        tracing::warn!(
+            "categories {} differ only in letter case: they are counted as separate categories, as the reference counts them",
+            quoted.join(" and ")
+        );
+    }
 }
 
 #[cfg(test)]
@@ -259,7 +287,7 @@ mod tests {
         );
         assert_eq!(parse_task_name("redline-s3-t4-g1").map(|n| n.variant), Some(None));
         assert_eq!(parse_task_name("contract-7"), None);
-        assert_eq!(parse_task_name("redline-s1-t2-g01-x"), None);
+        assert_eq!(parse_task_name("redline-s1-t2-g01a-x"), None);
     }
 
     #[test]
@@ -268,7 +296,5 @@ mod tests {
         assert_eq!(normalise_scenario(&serde_json::json!(1)).as_deref(), Some("1"));
         assert_eq!(normalise_scenario(&serde_json::json!("s1")).as_deref(), Some("1"));
         assert_eq!(normalise_scenario(&serde_json::json!("saas")).as_deref(), Some("saas"));
-        assert_eq!(normalise_category("commercial context"), "Commercial Context");
-        assert_eq!(normalise_category(""), "(uncategorized)");
     }
 }

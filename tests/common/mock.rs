@@ -49,6 +49,8 @@ pub enum Action {
     Stall(Duration),
     /// Answer 200 with this body after a delay.
     Later(Duration, String),
+    /// Answer with this status and body after a delay.
+    StatusLater(Duration, u16, String),
     /// Close the connection without a response.
     Drop,
 }
@@ -99,10 +101,20 @@ impl MockServer {
                                     return;
                                 }
                             }
-                            Action::Later(d, body) => {
+                            Action::Later(d, body) | Action::StatusLater(d, 200, body) => {
                                 tokio::time::sleep(d).await;
                                 let head =
                                     format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
+                                if socket.write_all(head.as_bytes()).await.is_err() || socket.write_all(body.as_bytes()).await.is_err() {
+                                    return;
+                                }
+                            }
+                            Action::StatusLater(d, status, body) => {
+                                tokio::time::sleep(d).await;
+                                let head = format!(
+                                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                                    body.len()
+                                );
                                 if socket.write_all(head.as_bytes()).await.is_err() || socket.write_all(body.as_bytes()).await.is_err() {
                                     return;
                                 }

@@ -1,0 +1,208 @@
+//! The binary as a first-time user meets it: what it refuses before
+//! spending, what it prints, where its defaults come from, and results
+//! folders that never mix two runs.
+
+mod common;
+
+use std::path::Path;
+
+use common::e2e::*;
+use common::mock::*;
+
+fn p(path: &Path) -> String {
+    path.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fewer_keys_than_the_quorum_is_refused_before_any_call() {
+    let judges = Judges::start("gold").await;
+    let dir = temp_dir("quorum");
+    let panel = judges.panel(&dir, "gemini-test");
+    // Quorum 2, one judge with a key: every call would be paid for and no
+    // rubric could reach a verdict.
+    let a = score_args("gold/redlines", &panel, &dir.join("run"), &dir.join("cache.sqlite"));
+    let (code, out, err) = redjury_with(&root(), a, &["E2E_OPENAI_KEY"]).await;
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("only 1 of 3 judges have an API key, fewer than the quorum of 2"), "{err}");
+    assert!(err.contains("Set E2E_ANTHROPIC_KEY, E2E_GEMINI_KEY"), "{err}");
+    assert_eq!(judges.counts(), [0, 0, 0], "nothing spent");
+    assert!(!dir.join("run").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_server_needs_no_key_variable() {
+    let server = MockServer::start(answering("openai", &[])).await;
+    let dir = temp_dir("keyless");
+    let panel = dir.join("panel.toml");
+    std::fs::write(
+        &panel,
+        format!(
+            "[vote]\nquorum = 1\n\n[[judge]]\nname = \"local\"\nprovider = \"openai\"\nmodel = \"llama\"\nbase_url = \"{}/v1\"\napi_key_env = \"\"\nrpm = 6000\ntpm = 10000000\nmax_concurrency = 4\ntimeout_secs = 10\nmax_attempts = 2\n",
+            server.url()
+        ),
+    )
+    .expect("panel");
+    let (code, out, err) = redjury_with(&root(), score_args("gold/redlines", &panel, &dir.join("run"), &dir.join("c.sqlite")), &[]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(server.requests().len(), 9, "called without any key variable");
+    assert!(server.requests().iter().all(|r| r.header("authorization").is_none()));
+    assert_eq!(summary(&dir.join("run"))["dry_run"], false);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incomplete_run_says_so_and_why() {
+    // Two judges refuse the key: with quorum 2 nothing judged is complete.
+    let bad: Handler = std::sync::Arc::new(|_: &Recorded, _| status(401, &[], r#"{"error":{"message":"bad key"}}"#));
+    let judges = Judges {
+        openai: MockServer::start(bad.clone()).await,
+        anthropic: MockServer::start(bad).await,
+        gemini: MockServer::start(stand_in("gemini", "gold")).await,
+    };
+    let dir = temp_dir("incomplete");
+    let panel = judges.panel(&dir, "gemini-test");
+    let outputs = dir.join("outputs");
+    std::fs::create_dir_all(&outputs).expect("mkdir");
+    for f in std::fs::read_dir(root().join("gold/redlines")).expect("gold").flatten() {
+        std::fs::copy(f.path(), outputs.join(f.file_name())).expect("copy");
+    }
+    // A legacy .doc named after a task (its .docx removed) is reported, not skipped.
+    std::fs::remove_file(outputs.join("redline-s2-t1-g01b.docx")).expect("rm");
+    std::fs::write(outputs.join("redline-s2-t1-g01b.doc"), b"\xd0\xcf\x11\xe0").expect("doc");
+    let mut a = score_args(&p(&outputs), &panel, &dir.join("run"), &dir.join("cache.sqlite"));
+    a.retain(|x| x != "--quiet");
+    let (code, out, err) = redjury(a, true).await;
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("10 results: 2 scored, 0 gate-failed, 8 incomplete, 0 pending; 1 task without an output"), "{out}");
+    assert!(out.contains("over 2 of 10 results; the rest have no reward yet"), "{out}");
+    assert!(out.contains("incomplete: 8 rows — quorum not met"), "{out}");
+    assert!(out.contains("not used: ") && out.contains("redline-s2-t1-g01b.doc: a legacy Word 97-2003 .doc"), "{out}");
+    let md = std::fs::read_to_string(dir.join("run/summary.md")).expect("summary.md");
+    let first = md.lines().nth(2).unwrap_or("");
+    assert!(
+        first.starts_with(
+            "> **Headline over 2 of 10 results.** 8 incomplete, 1 task(s) without an output, 1 output(s) that could not be used"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("#### Incomplete (no reward; never counted as 0)"), "{md}");
+    assert!(md.contains("- 8 rows — quorum not met — claude: judge stopped: judge 'claude' (anthropic): HTTP 401: bad key; gpt: judge stopped: judge 'gpt' (openai): HTTP 401: bad key\n  redline-s1-t1-g01a, "), "{md}");
+    assert!(md.contains("**claude was stopped during the run:**"), "{md}");
+    assert!(md.contains("#### Output files that could not be used (1)"), "{md}");
+    let s = summary(&dir.join("run"));
+    assert_eq!(s["unusable_outputs"][0]["reason"], "a legacy Word 97-2003 .doc: open it in Word and save it as .docx");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_from_anywhere_and_says_which_defaults_it_used() {
+    let dir = temp_dir("anywhere");
+    let tasks = root().join("rubrics");
+    let outputs = root().join("scenarios/outputs/strong");
+    // From a folder with no panel.toml: the one beside the tasks folder.
+    let (code, out, err) =
+        redjury_at(&dir, args(&["score", "--tasks", &p(&tasks), "--outputs", &p(&outputs), "--out", "run", "--dry-run"]), false).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("panel: {} (beside the tasks folder)", root().join("panel.toml").display())), "{out}");
+    assert!(out.contains("cache: cache.sqlite"), "{out}");
+    assert!(dir.join("run/summary.json").is_file() && dir.join("cache.sqlite").is_file());
+    // Tasks with nothing beside them: the built-in panel and prices.
+    let lone = dir.join("tasks");
+    std::fs::create_dir_all(&lone).expect("mkdir");
+    std::fs::copy(tasks.join("redline-s1-t1-g01a.json"), lone.join("redline-s1-t1-g01a.json")).expect("copy");
+    let task = std::fs::read_to_string(lone.join("redline-s1-t1-g01a.json")).expect("read");
+    let input = root().join("scenarios/s1-saas-msa/inputs/s1-t1-g01.docx");
+    std::fs::write(lone.join("redline-s1-t1-g01a.json"), task.replace("../scenarios/s1-saas-msa/inputs/s1-t1-g01.docx", &p(&input)))
+        .expect("write");
+    let (code, out, err) =
+        redjury_at(&dir, args(&["score", "--tasks", "tasks", "--outputs", &p(&outputs), "--out", "run2", "--dry-run"]), false).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("panel: built-in default panel") && out.contains("prices: built-in price table"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_lies_of_the_command_line() {
+    let dir = temp_dir("lies");
+    let out = dir.join("run");
+    let dry = args(&["score", "--tasks", "rubrics", "--outputs", "scenarios/outputs/strong", "--out", &p(&out), "--dry-run", "--quiet"]);
+    let (code, stdout, err) = redjury(dry.clone(), false).await;
+    assert_eq!((code, stdout.as_str()), (0, ""), "--quiet prints nothing: {err}");
+    // report: --seed and --resamples belong to --compare; 0 resamples is no CI.
+    let (code, _, err) = redjury(args(&["report", &p(&out), "--seed", "3"]), false).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--compare"), "{err}");
+    let (code, _, err) = redjury(args(&["report", &p(&out), "--compare", &p(&out), "--resamples", "0"]), false).await;
+    assert_eq!(code, 2, "{err}");
+    let (code, report, _) = redjury(args(&["report", &p(&out)]), false).await;
+    assert_eq!(code, 0);
+    assert!(!report.contains("best@0") && !report.contains(")) ") && !report.contains("1 calls"), "{report}");
+    // gate --input: an unedited turn-3 file fails as `score` would fail it.
+    let input = root().join("scenarios/s1-saas-msa/inputs/s1-t3-g01.docx");
+    let (code, stdout, _) = redjury(args(&["gate", &p(&input), "--author", "Vendor Counsel"]), false).await;
+    assert_eq!(code, 0, "without --input the turn-1 changes count: {stdout}");
+    let (code, stdout, _) = redjury(args(&["gate", &p(&input), "--author", "Vendor Counsel", "--input", &p(&input)]), false).await;
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("carried over from the input"), "{stdout}");
+    // A missing file names its cause once.
+    let (code, _, err) = redjury(args(&["render", "no-such.docx"]), false).await;
+    assert_eq!(code, 1);
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_results_folder_is_replaced_whole_and_a_foreign_one_refused() {
+    let dir = temp_dir("swap");
+    let out = dir.join("run");
+    let dry = |out: &Path, extra: &[&str]| {
+        let mut a =
+            args(&["score", "--tasks", "rubrics", "--outputs", "scenarios/outputs/strong", "--out", &p(out), "--dry-run", "--quiet"]);
+        a.extend(args(extra));
+        a
+    };
+    let (code, _, err) = redjury(dry(&out, &[]), false).await;
+    assert_eq!(code, 0, "{err}");
+    // A stale file from an earlier, killed run is gone after the next.
+    std::fs::write(out.join("views/stale-task.md"), "old").expect("stale");
+    let (code, _, err) = redjury(dry(&out, &["--no-views"]), false).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.join("views").exists(), "the new run's folder replaced the old one whole");
+    assert!(out.join("summary.json").is_file());
+    // A folder of something else is not replaced without --force.
+    let mine = dir.join("documents");
+    std::fs::create_dir_all(&mine).expect("mkdir");
+    std::fs::write(mine.join("thesis.txt"), "precious").expect("write");
+    let (code, _, err) = redjury(dry(&mine, &[]), false).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("refusing to replace") && err.contains("pass --force"), "{err}");
+    assert!(mine.join("thesis.txt").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_sharing_a_cache_send_each_call_once() {
+    let slow = |provider: &'static str| -> Handler {
+        let inner = stand_in(provider, "gold");
+        std::sync::Arc::new(move |req: &Recorded, i| match inner(req, i) {
+            Action::Respond { body, .. } => Action::Later(std::time::Duration::from_millis(250), body),
+            other => other,
+        })
+    };
+    let judges = Judges {
+        openai: MockServer::start(slow("openai")).await,
+        anthropic: MockServer::start(slow("anthropic")).await,
+        gemini: MockServer::start(slow("gemini")).await,
+    };
+    let dir = temp_dir("two-processes");
+    let panel = judges.panel(&dir, "gemini-test");
+    let cache = dir.join("cache.sqlite");
+    let a = redjury(score_args("gold/redlines", &panel, &dir.join("a"), &cache), true);
+    let b = redjury(score_args("gold/redlines", &panel, &dir.join("b"), &cache), true);
+    let ((ca, oa, ea), (cb, ob, eb)) = tokio::join!(a, b);
+    assert_eq!((ca, cb), (0, 0), "{oa}{ea}{ob}{eb}");
+    assert_eq!(judges.counts(), [9, 9, 9], "9 calls per judge, each sent once between the two processes");
+    assert_eq!(results(&dir.join("a")), results(&dir.join("b")));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,165 @@
+//! The binary end to end against mock judges: panels pointing at them,
+//! stand-in judges answering from the gold verdicts, and readers of a
+//! results folder.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::mock::*;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Gold verdicts: task → output kind (gold, strong, weak) → rubric → verdict.
+pub fn gold_verdicts() -> BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(root().join("gold/verdicts")).expect("gold/verdicts").flatten() {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(entry.path()).expect("read")).expect("json");
+        let task = v["task_id"].as_str().expect("task_id").to_string();
+        let mut kinds = BTreeMap::new();
+        for (kind, rubrics) in v["outputs"].as_object().expect("outputs") {
+            let m = rubrics
+                .as_object()
+                .expect("rubrics")
+                .iter()
+                .map(|(id, r)| (id.clone(), r["verdict"].as_str().expect("verdict").to_string()))
+                .collect();
+            kinds.insert(kind.clone(), m);
+        }
+        out.insert(task, kinds);
+    }
+    out
+}
+
+/// A mock judge that answers as the attorney did for `kind` outputs: it
+/// finds the task in the view's title and looks its verdicts up.
+pub fn stand_in(provider: &'static str, kind: &'static str) -> Handler {
+    let verdicts = Arc::new(gold_verdicts());
+    Arc::new(move |req: &Recorded, _| {
+        let body = req.body.replace("\\n", "\n");
+        let task = body.split("Annotated redline: ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap_or("").to_string();
+        let table = verdicts.get(&task).and_then(|k| k.get(kind)).cloned().unwrap_or_default();
+        let ids = req.rubric_ids();
+        let text = verdicts_json(&ids, &|id| if table.get(id).map(String::as_str) == Some("PASS") { "PASS" } else { "FAIL" });
+        ok(success_body(provider, &text))
+    })
+}
+
+pub struct Judges {
+    pub openai: MockServer,
+    pub anthropic: MockServer,
+    pub gemini: MockServer,
+}
+
+impl Judges {
+    pub async fn start(kind: &'static str) -> Judges {
+        Judges {
+            openai: MockServer::start(stand_in("openai", kind)).await,
+            anthropic: MockServer::start(stand_in("anthropic", kind)).await,
+            gemini: MockServer::start(stand_in("gemini", kind)).await,
+        }
+    }
+
+    pub fn panel(&self, dir: &Path, gemini_model: &str) -> PathBuf {
+        let judge = |name: &str, provider: &str, url: String, model: &str, env: &str| {
+            format!(
+                "[[judge]]\nname = \"{name}\"\nprovider = \"{provider}\"\nmodel = \"{model}\"\nbase_url = \"{url}\"\napi_key_env = \"{env}\"\nrpm = 6000\ntpm = 10000000\nmax_concurrency = 8\ntimeout_secs = 10\nmax_attempts = 3\nretry_base_ms = 10\n\n"
+            )
+        };
+        let text = format!(
+            "[vote]\nquorum = 2\n\n{}{}{}",
+            judge("gpt", "openai", format!("{}/v1", self.openai.url()), "gpt-test", "E2E_OPENAI_KEY"),
+            judge("claude", "anthropic", self.anthropic.url(), "claude-test", "E2E_ANTHROPIC_KEY"),
+            judge("gemini", "gemini", self.gemini.url(), gemini_model, "E2E_GEMINI_KEY"),
+        );
+        let path = dir.join(format!("panel-{gemini_model}.toml"));
+        std::fs::write(&path, text).expect("write panel");
+        path
+    }
+
+    pub fn counts(&self) -> [usize; 3] {
+        [self.openai.requests().len(), self.anthropic.requests().len(), self.gemini.requests().len()]
+    }
+}
+
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("redjury-e2e-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+pub async fn redjury(args: Vec<String>, keys: bool) -> (i32, String, String) {
+    redjury_at(&root(), args, keys).await
+}
+
+/// Runs the binary in `dir`; `keys` sets the three E2E key variables.
+pub async fn redjury_at(dir: &Path, args: Vec<String>, keys: bool) -> (i32, String, String) {
+    let keys: &[&str] = if keys { &["E2E_OPENAI_KEY", "E2E_ANTHROPIC_KEY", "E2E_GEMINI_KEY"] } else { &[] };
+    redjury_with(dir, args, keys).await
+}
+
+/// Runs the binary in `dir` with a key in each of `keys` (the other E2E
+/// key variables unset).
+pub async fn redjury_with(dir: &Path, args: Vec<String>, keys: &[&str]) -> (i32, String, String) {
+    let dir = dir.to_path_buf();
+    let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redjury"));
+        cmd.args(&args).current_dir(&dir).env_remove("RUST_LOG");
+        for k in ["E2E_OPENAI_KEY", "E2E_ANTHROPIC_KEY", "E2E_GEMINI_KEY"] {
+            if keys.iter().any(|x| x == k) {
+                cmd.env(k, "sk-e2e-secret");
+            } else {
+                cmd.env_remove(k);
+            }
+        }
+        let out = cmd.output().expect("run redjury");
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    })
+    .await
+    .expect("join")
+}
+
+/// Strings for a command line.
+pub fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+pub fn score_args(outputs: &str, panel: &Path, out: &Path, cache: &Path) -> Vec<String> {
+    [
+        "score",
+        "--tasks",
+        "rubrics",
+        "--outputs",
+        outputs,
+        "--panel",
+        &panel.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+        "--cache",
+        &cache.display().to_string(),
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+pub fn summary(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("json")
+}
+
+pub fn results(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("results.jsonl"))
+        .expect("results.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect()
+}
