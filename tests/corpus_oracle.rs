@@ -8,14 +8,12 @@
 //! ignored, since labels are checked on their own by the numbering tests.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use redjury::docx::{self, State};
 use redjury::view::plain;
 
-fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")
-}
+mod common;
 
 fn normalize(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -122,6 +120,7 @@ fn baseline(folder: &Path, name: &str, state: State) -> Option<Vec<(String, Stri
 
 #[test]
 fn views_agree_with_the_libreoffice_oracle() {
+    let Some(corpus) = common::shared_corpus("views_agree_with_the_libreoffice_oracle") else { return };
     let mut failures: BTreeMap<String, String> = BTreeMap::new();
     let mut exceptions_used = Vec::new();
     let mut unverified = Vec::new();
@@ -130,7 +129,7 @@ fn views_agree_with_the_libreoffice_oracle() {
     // Files whose views agree with the oracle, or with Word where the oracle is wrong.
     let mut verified = 0;
     for folder in ["pandoc", "powertools"] {
-        let dir = corpus().join(folder);
+        let dir = corpus.join(folder);
         let oracle: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("LIBREOFFICE_ORACLE.json")).expect("oracle file")).expect("oracle JSON");
         for (name, entry) in oracle.as_object().expect("oracle object") {

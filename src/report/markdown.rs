@@ -75,13 +75,14 @@ fn figures(out: &mut String, s: &Summary) {
     let boot = s.bootstrap.map(|b| format!(" (seed {}, {} resamples over input groups)", b.seed, b.resamples)).unwrap_or_default();
     let _ = write!(
         out,
-        "\n| figure | value |\n|---|---|\n| turn-weighted (headline) | {} |\n| 95% CI{boot} | {ci} |\n| overall (mean over input groups) | {} |\n| mean per task | {} |\n| best@{} turn-weighted | {} |\n",
+        "\n| figure | value |\n|---|---|\n| turn-weighted (headline) | {} |\n| 95% CI{boot} | {ci} |\n| overall (mean over input groups) | {} |\n| mean per task | {} |\n",
         fmt(s.figures.turn_weighted),
         fmt(s.figures.overall),
         fmt(s.figures.mean_per_task),
-        s.best_at_k.k,
-        fmt(s.best_at_k.turn_weighted)
     );
+    if s.best_at_k.k > 0 {
+        let _ = writeln!(out, "| best@{} turn-weighted | {} |", s.best_at_k.k, fmt(s.best_at_k.turn_weighted));
+    }
     table(out, "By turn (mean over input groups)", "turn", &s.figures.by_turn);
     table(out, "By side (turn-weighted)", "side", &s.figures.by_side);
     table(out, "By scenario (turn-weighted)", "scenario", &s.figures.by_scenario);

@@ -126,3 +126,25 @@ pub fn contract_numbering() -> String {
 }
 pub mod e2e;
 pub mod mock;
+
+/// The shared corpus of Word-made files (../shared/corpus beside the
+/// checkout, or `REDJURY_CORPUS`). `None` — with a line saying the test
+/// was skipped and how to run it — when it is absent, unless
+/// `REDJURY_REQUIRE_CORPUS` is set (CI sets it), which makes its absence a
+/// failure.
+pub fn shared_corpus(test: &str) -> Option<std::path::PathBuf> {
+    let dir = match std::env::var_os("REDJURY_CORPUS") {
+        Some(d) => std::path::PathBuf::from(d),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
+    };
+    if dir.join("README.md").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("REDJURY_REQUIRE_CORPUS").is_none(),
+        "{test}: the shared corpus is not at {} (REDJURY_REQUIRE_CORPUS is set)",
+        dir.display()
+    );
+    eprintln!("SKIPPED {test}: the shared corpus of Word-made files is not at {}; set REDJURY_CORPUS to its path to run it", dir.display());
+    None
+}

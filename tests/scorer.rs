@@ -1,0 +1,66 @@
+//! The library entry point a Rust trainer uses: one `Scorer`, many outputs.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use common::mock::*;
+use redjury::cache::Cache;
+use redjury::judge::config::{JudgeConfig, Provider};
+use redjury::judge::{Auth, Judge};
+use redjury::pipeline::{JudgeMode, OutputSource, Progress, Scorer};
+use redjury::prompt::Templates;
+use redjury::task::load_tasks;
+
+#[derive(Default)]
+struct Counting {
+    planned: AtomicU64,
+    finished: AtomicU64,
+    cached: AtomicU64,
+}
+
+impl Progress for Counting {
+    fn planned(&self, n: u64, _: u64) {
+        self.planned.fetch_add(n, Ordering::Relaxed);
+    }
+    fn finished(&self, from_cache: bool) {
+        self.finished.fetch_add(1, Ordering::Relaxed);
+        self.cached.fetch_add(u64::from(from_cache), Ordering::Relaxed);
+    }
+}
+
+fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_counts_judge_calls_only_and_says_which_came_from_the_cache() {
+    let server = MockServer::start(answering("openai", &["r01"])).await;
+    let mut c = JudgeConfig::new("gpt", Provider::Openai, "m");
+    (c.base_url, c.rpm, c.tpm) = (format!("{}/v1", server.url()), 6000, 10_000_000);
+    let judge = Arc::new(Judge::new(c, Auth::Key("k".into())).expect("judge"));
+    let path = std::env::temp_dir().join(format!("redjury-scorer-{}.sqlite", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let cache = Arc::new(Cache::open(&path).expect("cache"));
+    let scorer = Scorer::with_judges(vec![judge], 1, Templates::builtin(), cache, JudgeMode::Live).expect("scorer");
+    let tasks: Vec<Arc<_>> = load_tasks(&root().join("rubrics")).expect("tasks").into_iter().map(Arc::new).collect();
+    let outputs = || {
+        tasks
+            .iter()
+            .map(|t| (t.clone(), OutputSource::Path(root().join(format!("scenarios/outputs/strong/{}.docx", t.name))), "1".to_string()))
+            .collect::<Vec<_>>()
+    };
+    let first = Counting::default();
+    let rows = scorer.score_batch(outputs(), &first).await;
+    assert_eq!(rows.len(), 11);
+    // 11 outputs, two of them check-only tasks: 9 judge calls, not 11.
+    assert_eq!((first.planned.load(Ordering::Relaxed), first.finished.load(Ordering::Relaxed)), (9, 9));
+    assert_eq!(first.cached.load(Ordering::Relaxed), 0);
+    let again = Counting::default();
+    let rerun = scorer.score_batch(outputs(), &again).await;
+    assert_eq!((again.planned.load(Ordering::Relaxed), again.cached.load(Ordering::Relaxed)), (9, 9), "all from the cache");
+    assert_eq!(rows, rerun);
+    assert_eq!(server.requests().len(), 9);
+    let _ = std::fs::remove_file(&path);
+}
