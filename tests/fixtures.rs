@@ -167,7 +167,7 @@ fn comments_ranges_replies_and_resolution() {
     assert!(v.contains("{cmt-0} @Vendor Counsel, 2025-03-03, resolved, on \"Alpha beta\": First paragraph. ↵ Why we object."), "{v}");
     assert!(v.contains("\n  {cmt-2} @Customer Counsel, reply to cmt-0, resolved: Agreed."), "{v}");
     assert!(v.contains("\n    {cmt-3} @Vendor Counsel, reply to cmt-2, resolved: Thanks."), "{v}");
-    assert!(v.contains("| Customer Counsel | 0 | 0 | 0 | 0 | 0 | 0 | 1 | 1 |"), "{v}");
+    assert!(v.contains("| Customer Counsel | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 1 | 1 |"), "{v}");
 }
 
 #[test]
@@ -232,7 +232,7 @@ fn alternate_content_is_read_once() {
 #[test]
 fn notes_and_headers() {
     let d = Docx {
-        body: r#"<w:p><w:r><w:t>Claim</w:t></w:r><w:r><w:footnoteReference w:id="1"/></w:r><w:r><w:t> here</w:t></w:r><w:r><w:endnoteReference w:id="1"/></w:r></w:p>"#.into(),
+        body: r#"<w:p><w:r><w:t>Claim</w:t></w:r><w:r><w:footnoteReference w:id="1"/></w:r><w:r><w:t xml:space="preserve"> here</w:t></w:r><w:r><w:endnoteReference w:id="1"/></w:r></w:p>"#.into(),
         footnotes: Some(r#"<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote><w:footnote w:id="1"><w:p><w:r><w:footnoteRef/></w:r><w:r><w:t xml:space="preserve"> As defined in Clause 1.</w:t></w:r></w:p></w:footnote>"#.into()),
         endnotes: Some(r#"<w:endnote w:id="1"><w:p><w:r><w:t>End note.</w:t></w:r></w:p></w:endnote>"#.into()),
         header: Some(&p("CONFIDENTIAL")).cloned(),
@@ -372,7 +372,7 @@ fn view_version_is_bumped_when_the_view_changes() {
     let digest = redjury::hash::sha256_hex(&view(&d));
     assert_eq!(
         (annotated::VIEW_VERSION, digest.as_str()),
-        (2, "5d39799cd3e469349e9ab663d4985efa2be3b6fedca73284a5797c3f06f67e18"),
+        (3, "4545939797fc0dcca7c466b9c4bc9f4c9bca55503d50a0dc67ffebf11c39d624"),
         "{}",
         view(&d)
     );
@@ -397,7 +397,11 @@ fn old_cell_properties_are_not_current_ones() {
         p("kept")
     ));
     let doc = d.load();
-    assert!(doc.revisions.is_empty(), "{:?}", doc.revisions);
+    // The change itself is a cell-property revision; the old properties it
+    // holds (a merge, a cell deletion) are not current ones.
+    let kinds: Vec<RevisionKind> = doc.revisions.iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, [RevisionKind::CellFormat], "{:?}", doc.revisions);
+    assert_eq!(doc.revisions[0].changed, ["merging"]);
     assert_eq!(accepted(&d), ["kept"]);
 }
 
@@ -418,4 +422,75 @@ fn an_author_tag_never_crosses_a_note_or_an_anchor() {
     ));
     let v = view(&d);
     assert!(v.contains("~~old~~{@A}++[^fn-1]++{@B}++new++{@A}"), "{v}");
+}
+
+#[test]
+fn property_revisions_are_revisions() {
+    // A file whose only tracked changes are table, row, cell and section
+    // property changes: the gate passes on them and the view says what changed.
+    let d = Docx::body(&format!(
+        concat!(
+            r#"<w:tbl><w:tblPr><w:tblW w:w="5000" w:type="pct"/><w:tblPrChange w:id="1" w:author="A" w:date="2025-01-01T00:00:00Z"><w:tblPr><w:tblW w:w="0" w:type="auto"/></w:tblPr></w:tblPrChange></w:tblPr>"#,
+            r#"<w:tblGrid><w:gridCol w:w="4000"/><w:gridCol w:w="5000"/><w:tblGridChange w:id="2"><w:tblGrid><w:gridCol w:w="4500"/><w:gridCol w:w="4500"/></w:tblGrid></w:tblGridChange></w:tblGrid>"#,
+            r#"<w:tr><w:trPr><w:trHeight w:val="600"/><w:trPrChange w:id="3" w:author="A"><w:trPr/></w:trPrChange></w:trPr>"#,
+            r#"<w:tc><w:tcPr><w:tcW w:w="4000" w:type="dxa"/><w:shd w:fill="FFFF00"/><w:tcPrChange w:id="4" w:author="A"><w:tcPr><w:tcW w:w="4500" w:type="dxa"/></w:tcPr></w:tcPrChange></w:tcPr>{}</w:tc>"#,
+            r#"<w:tc>{}</w:tc></w:tr></w:tbl>"#,
+            r#"<w:p><w:pPr><w:sectPr><w:pgMar w:top="360"/><w:sectPrChange w:id="5" w:author="A"><w:sectPr><w:pgMar w:top="1440"/></w:sectPr></w:sectPrChange></w:sectPr></w:pPr><w:r><w:t>End</w:t></w:r></w:p>"#
+        ),
+        p("Fees"),
+        p("Rate")
+    ));
+    let doc = d.load();
+    let kinds: Vec<(RevisionKind, Vec<String>)> = doc.revisions.iter().map(|r| (r.kind, r.changed.clone())).collect();
+    assert_eq!(
+        kinds,
+        [
+            (RevisionKind::TableFormat, vec!["width".to_string()]),
+            (RevisionKind::TableGrid, vec!["column widths".to_string()]),
+            (RevisionKind::RowFormat, vec!["row height".to_string()]),
+            (RevisionKind::CellFormat, vec!["width".to_string(), "shading".to_string()]),
+            (RevisionKind::SectionFormat, vec!["page margins".to_string()]),
+        ]
+    );
+    assert!(redjury::check::gate::check(&Ok(d.load()), "A").passed, "property changes pass the gate");
+    let v = view(&d);
+    assert!(v.contains("[t1] {@A changed table properties: width} {@unknown author changed table grid: column widths}"), "{v}");
+    assert!(
+        v.contains("[t1.r1] {@A changed row properties: row height} | {@A changed cell properties: width, shading} Fees | Rate |"),
+        "{v}"
+    );
+    assert!(v.contains("End {@A changed section properties: page margins}"), "{v}");
+    assert!(v.contains("| A | 0 | 0 | 0 | 0 | 4 |"), "{v}");
+    let json = redjury::view::render(&doc, redjury::view::ViewKind::Json, "x");
+    assert!(json.contains("\"kind\": \"table_format\"") && json.contains("\"format_changes\""), "{json}");
+}
+
+#[test]
+fn text_without_preserve_loses_its_edge_whitespace_as_in_word() {
+    let d = Docx::body(
+        r#"<w:p><w:r><w:t>and </w:t></w:r><w:r><w:t> title</w:t></w:r><w:r><w:t xml:space="preserve"> kept </w:t></w:r><w:del w:id="1" w:author="A"><w:r><w:delText> gone </w:delText></w:r></w:del></w:p>"#,
+    );
+    assert_eq!(accepted(&d), ["andtitle kept "]);
+    assert_eq!(rejected(&d), ["andtitle kept gone"]);
+}
+
+#[test]
+fn grid_offsets_keep_columns_aligned() {
+    let d = Docx::body(&format!(
+        r#"<w:tbl><w:tr><w:tc>{}</w:tc><w:tc>{}</w:tc><w:tc>{}</w:tc></w:tr><w:tr><w:trPr><w:gridBefore w:val="1"/><w:gridAfter w:val="1"/></w:trPr><w:tc>{}</w:tc></w:tr></w:tbl>"#,
+        p("Item"),
+        p("Rate"),
+        p("Note"),
+        p("120")
+    ));
+    assert_eq!(accepted(&d), ["Item | Rate | Note", " | 120 | "]);
+    assert!(view(&d).contains("[t1.r2] | | 120 | |"), "{}", view(&d));
+}
+
+#[test]
+fn numbered_lists_in_other_scripts() {
+    let numbering = r#"<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimalFullWidth"/><w:lvlText w:val="第%1条"/></w:lvl></w:abstractNum><w:abstractNum w:abstractNumId="2"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimalEnclosedCircle"/><w:lvlText w:val="%1"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="1"/></w:num><w:num w:numId="2"><w:abstractNumId w:val="2"/></w:num>"#;
+    let body = [np(1, 0, &run("総則")), np(1, 0, &run("定義")), np(2, 0, &run("one")), np(2, 0, &run("two"))].concat();
+    let d = Docx { body, numbering: Some(numbering.into()), ..Default::default() };
+    assert_eq!(accepted(&d), ["第１条 総則", "第２条 定義", "① one", "② two"]);
 }

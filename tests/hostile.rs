@@ -187,3 +187,62 @@ fn hostile_numbering_and_styles_do_not_panic() {
     assert_eq!(lines.len(), 3);
     assert!(lines.iter().all(|l| l.ends_with(". x")), "style-linked numbering still applies: {lines:?}");
 }
+
+#[test]
+fn duplicate_part_names_are_refused() {
+    let good = Docx::body(&p("text")).bytes();
+    let document = r#"<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>x</w:t></w:r></w:p></w:body></w:document>"#;
+    let rels = r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#;
+    let case = zip_files(&[
+        ("_rels/.rels", rels.as_bytes()),
+        ("word/document.xml", document.as_bytes()),
+        ("Word/Document.xml", document.as_bytes()),
+    ]);
+    assert_eq!(
+        message(case),
+        "not a readable .docx: the package holds Word/Document.xml twice (names differing only in letter case); readers would disagree on which copy counts"
+    );
+    // Two entries under exactly one name (the zip crate refuses to write
+    // that, so patch a name in the archive: "word/documenX.xml" → document).
+    let mut twice = zip_files(&[
+        ("_rels/.rels", rels.as_bytes()),
+        ("word/document.xml", document.as_bytes()),
+        ("word/documenX.xml", document.as_bytes()),
+    ]);
+    for w in twice.windows(17).enumerate().filter(|(_, w)| *w == b"word/documenX.xml").map(|(i, _)| i).collect::<Vec<_>>() {
+        twice[w + 12] = b't';
+    }
+    assert!(message(twice).contains("holds word/document.xml twice; readers"), "{good:?}");
+}
+
+#[test]
+fn what_is_not_a_regular_file_is_refused_before_reading() {
+    let e = redjury::docx::load(std::path::Path::new("/dev/zero")).err().map(|e| e.to_string()).unwrap_or_default();
+    assert_eq!(e, "cannot read /dev/zero: it is a device, not a regular file; give the path of a .docx file");
+    let dir = std::env::temp_dir().join(format!("redjury-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_file(&dir);
+    let made = Command::new("mkfifo").arg(&dir).status().map(|s| s.success()).unwrap_or(false);
+    if made {
+        // Reading a FIFO with no writer would block forever.
+        let e = redjury::docx::load(&dir).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.ends_with("it is a FIFO (named pipe), not a regular file; give the path of a .docx file"), "{e}");
+        let _ = std::fs::remove_file(&dir);
+    }
+    let e = redjury::docx::load(&std::env::temp_dir()).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.ends_with("it is a directory, not a regular file; give the path of a .docx file"), "{e}");
+}
+
+/// Comments whose ranges all overlap: each comment keeps its range, not
+/// a copy of the text it spans per open range.
+#[test]
+fn overlapping_comment_ranges_keep_bounded_anchors() {
+    let n = 400;
+    let starts: String = (0..n).map(|i| format!(r#"<w:commentRangeStart w:id="{i}"/>"#)).collect();
+    let ends: String = (0..n).map(|i| format!(r#"<w:commentRangeEnd w:id="{i}"/>"#)).collect();
+    let body = format!("<w:p>{starts}{}</w:p>{}<w:p>{}{ends}</w:p>", run("start"), p(&"long text ".repeat(2000)).repeat(20), run("end"));
+    let comments: String =
+        (0..n).map(|i| format!(r#"<w:comment w:id="{i}" w:author="A"><w:p><w:r><w:t>c{i}</w:t></w:r></w:p></w:comment>"#)).collect();
+    let doc = Docx { body, comments: Some(comments), ..Default::default() }.load();
+    assert_eq!(doc.comments.len(), n);
+    assert!(doc.comments.iter().all(|c| c.anchor.starts_with("start") && c.anchor.len() <= 4096), "anchors are capped");
+}

@@ -64,14 +64,24 @@ impl<'d> Sections<'d> {
         }
         for block in &doc.body {
             let Block::Table(t) = block else { continue };
+            let mut table_first = None;
             for row in &t.rows {
                 let first = row.cells.iter().flat_map(|c| c.blocks.iter()).find_map(|b| match b {
                     Block::Paragraph(p) => index.get(&(p as *const Paragraph)).copied(),
                     _ => None,
                 });
                 let Some(first) = first else { continue };
-                let cells = row.cells.iter().flat_map(|c| [c.inserted, c.deleted]);
-                for rev in [row.inserted, row.deleted].into_iter().chain(cells).flatten() {
+                table_first.get_or_insert(first);
+                let cells =
+                    row.cells.iter().flat_map(|c| [c.inserted, c.deleted].into_iter().flatten().chain(c.format_changes.iter().copied()));
+                let own = [row.inserted, row.deleted].into_iter().flatten().chain(row.format_changes.iter().copied());
+                for rev in own.chain(cells) {
+                    at.entry(rev).or_insert(first);
+                }
+            }
+            // Table-wide changes belong where the table starts.
+            if let Some(first) = table_first {
+                for &rev in &t.format_changes {
                     at.entry(rev).or_insert(first);
                 }
             }

@@ -5,7 +5,7 @@
 //! its parent's LAST paragraph) and the inheritance of resolved state by
 //! replies. Must never guess a thread from dates or order.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::DocxError;
 use super::model::{Comment, Inline, Person, State, visit_paragraphs};
@@ -15,6 +15,7 @@ use super::xml::{Ev, Ns, PartReader, attr, local};
 pub(crate) fn parse_comments(ctx: &mut Ctx, part: &str, xml: &str) -> Result<Vec<Comment>, DocxError> {
     let mut reader = PartReader::new(part, xml);
     let mut out: Vec<Comment> = Vec::new();
+    let mut ids: HashSet<String> = HashSet::new();
     loop {
         match reader.next()? {
             Ev::Start(Ns::W, e) if local(&e) == "comment" => {
@@ -37,7 +38,7 @@ pub(crate) fn parse_comments(ctx: &mut Ctx, part: &str, xml: &str) -> Result<Vec
                     lines.push(line);
                     last_para_id = p.para_id.clone();
                 });
-                if out.iter().any(|c| c.id == id) {
+                if !ids.insert(id.clone()) {
                     return Err(DocxError::DuplicateComment { id });
                 }
                 out.push(Comment {

@@ -7,16 +7,24 @@
 
 mod comments;
 pub mod model;
-pub(crate) mod numbering;
+mod numbering;
+mod numfmt;
 mod package;
+mod props;
 mod story;
 mod xml;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 
 pub use model::*;
 pub use package::Limits;
+
+/// Writes `n` the way Word displays a list number in an `ST_NumberFormat`
+/// ("lowerRoman", "decimalEnclosedCircle", …); an unknown format is decimal.
+pub fn format_list_number(format: &str, n: i64) -> String {
+    numfmt::format_number(format, n)
+}
 
 use package::Package;
 use story::{Ctx, Mode, parse_blocks};
@@ -187,7 +195,9 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
         styles.as_ref().map(|(p, x)| (p.as_str(), x.as_str())),
     )?;
 
-    let mut doc = Document { body, stories: ctx.stories, revisions: ctx.revisions, comments, people, warnings: ctx.warnings };
+    let comment_index = comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+    let mut doc =
+        Document { body, stories: ctx.stories, revisions: ctx.revisions, comments, people, warnings: ctx.warnings, comment_index };
     numbering::label_document(&mut doc, &defs);
     anchor_comments(&mut doc);
     Ok(doc)
@@ -236,22 +246,25 @@ fn parse_notes(ctx: &mut Ctx, part: &str, xml: &str, kind: StoryKind) -> Result<
     }
 }
 
+/// How much anchored text a comment keeps (the view shows 240 characters).
+const MAX_ANCHOR_BYTES: usize = 4096;
+
 /// Fills each comment's anchor text and `anchored` flag, and warns about
-/// anchors that name no comment.
+/// anchors that name no comment. The document's text is laid out once and
+/// each comment keeps the offsets of its range: time and memory grow with
+/// the file, not with overlapping ranges × text.
 fn anchor_comments(doc: &mut Document) {
-    let index: HashMap<String, usize> = doc.comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-    let mut anchors: Vec<String> = vec![String::new(); doc.comments.len()];
-    let mut anchored = vec![false; doc.comments.len()];
+    let n = doc.comments.len();
+    let mut text = String::new();
+    let mut start: Vec<Option<usize>> = vec![None; n];
+    let mut end: Vec<Option<usize>> = vec![None; n];
+    let mut anchored = vec![false; n];
     let mut dangling: Vec<String> = Vec::new();
-    let mut open: Vec<usize> = Vec::new();
+    let index = &doc.comment_index;
     let mut visit = |p: &Paragraph| {
         for inline in &p.inlines {
             match inline {
-                Inline::Text(span) => {
-                    for &i in &open {
-                        anchors[i].push_str(&span.text);
-                    }
-                }
+                Inline::Text(span) => text.push_str(&span.text),
                 Inline::CommentStart { id } | Inline::CommentEnd { id } | Inline::CommentRef { id } => {
                     let Some(&i) = index.get(id) else {
                         if !dangling.contains(id) {
@@ -261,26 +274,26 @@ fn anchor_comments(doc: &mut Document) {
                     };
                     anchored[i] = true;
                     match inline {
-                        Inline::CommentStart { .. } if !open.contains(&i) => {
-                            open.push(i);
-                        }
-                        Inline::CommentEnd { .. } => open.retain(|&o| o != i),
+                        Inline::CommentStart { .. } if start[i].is_none() => start[i] = Some(text.len()),
+                        Inline::CommentEnd { .. } if start[i].is_some() && end[i].is_none() => end[i] = Some(text.len()),
                         _ => {}
                     }
                 }
                 _ => {}
             }
         }
-        for &i in &open {
-            anchors[i].push('\n');
-        }
+        text.push('\n');
     };
     visit_paragraphs(&doc.body, &mut visit);
     for story in &doc.stories {
         visit_paragraphs(&story.blocks, &mut visit);
     }
     for (i, c) in doc.comments.iter_mut().enumerate() {
-        c.anchor = anchors[i].trim().to_string();
+        if let Some(from) = start[i] {
+            let to = end[i].unwrap_or(text.len()).min(from + MAX_ANCHOR_BYTES);
+            let to = (0..=to).rev().find(|&k| text.is_char_boundary(k)).unwrap_or(from).max(from);
+            c.anchor = text[from..to].trim().to_string();
+        }
         c.anchored = anchored[i];
     }
     for id in dangling {

@@ -33,6 +33,9 @@ pub struct Document {
     /// Things the reader tolerated but a user should know (dangling comment
     /// references, unresolvable numbering, …).
     pub warnings: Vec<String>,
+    /// Comment id → index in `comments`, built once by the reader.
+    #[serde(skip)]
+    pub(crate) comment_index: std::collections::HashMap<String, usize>,
 }
 
 /// A block-level item of a story.
@@ -149,11 +152,17 @@ pub struct Span {
     pub format: Option<usize>,
 }
 
+/// A table.
 #[derive(Debug, Default, Serialize)]
 pub struct Table {
     pub rows: Vec<Row>,
+    /// Tracked changes of the table's properties and grid
+    /// (`w:tblPrChange`, `w:tblGridChange`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub format_changes: Vec<usize>,
 }
 
+/// A table row.
 #[derive(Debug, Default, Serialize)]
 pub struct Row {
     pub cells: Vec<Cell>,
@@ -161,8 +170,19 @@ pub struct Row {
     pub inserted: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted: Option<usize>,
+    /// Grid columns left empty before the first cell (`w:gridBefore`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub grid_before: u32,
+    /// Grid columns left empty after the last cell (`w:gridAfter`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub grid_after: u32,
+    /// Tracked changes of the row's properties (`w:trPrChange`,
+    /// `w:tblPrExChange`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub format_changes: Vec<usize>,
 }
 
+/// A table cell.
 #[derive(Debug, Default, Serialize)]
 pub struct Cell {
     pub blocks: Vec<Block>,
@@ -173,6 +193,13 @@ pub struct Cell {
     /// A vertically merged continuation cell (`w:vMerge` without `restart`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub merged_continue: bool,
+    /// Tracked changes of the cell's properties (`w:tcPrChange`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub format_changes: Vec<usize>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Serialize)]
@@ -235,11 +262,55 @@ pub enum RevisionKind {
     RowDeleted,
     CellInserted,
     CellDeleted,
+    /// Section properties (`w:sectPrChange`): page size, margins, columns…
+    SectionFormat,
+    /// Table properties (`w:tblPrChange`).
+    TableFormat,
+    /// The table grid: column widths (`w:tblGridChange`).
+    TableGrid,
+    /// Row properties (`w:trPrChange`).
+    RowFormat,
+    /// Table properties set on one row (`w:tblPrExChange`).
+    TableExceptionFormat,
+    /// Cell properties (`w:tcPrChange`).
+    CellFormat,
+    /// The text of a list number (`w:numberingChange`).
+    NumberingFormat,
 }
 
 impl RevisionKind {
+    /// A change of formatting or properties, not of text or structure.
     pub fn is_format(self) -> bool {
-        matches!(self, RevisionKind::RunFormat | RevisionKind::ParagraphFormat)
+        matches!(self, RevisionKind::RunFormat | RevisionKind::ParagraphFormat) || self.is_property()
+    }
+
+    /// A change of section, table, row, cell or numbering properties.
+    pub fn is_property(self) -> bool {
+        matches!(
+            self,
+            RevisionKind::SectionFormat
+                | RevisionKind::TableFormat
+                | RevisionKind::TableGrid
+                | RevisionKind::RowFormat
+                | RevisionKind::TableExceptionFormat
+                | RevisionKind::CellFormat
+                | RevisionKind::NumberingFormat
+        )
+    }
+
+    /// What a property change changed, as the annotated view says it.
+    pub fn property_subject(self) -> &'static str {
+        match self {
+            RevisionKind::SectionFormat => "section properties",
+            RevisionKind::TableFormat => "table properties",
+            RevisionKind::TableGrid => "table grid",
+            RevisionKind::RowFormat => "row properties",
+            RevisionKind::TableExceptionFormat => "row table properties",
+            RevisionKind::CellFormat => "cell properties",
+            RevisionKind::NumberingFormat => "list numbering",
+            RevisionKind::ParagraphFormat => "paragraph formatting",
+            _ => "formatting",
+        }
     }
     pub fn is_move(self) -> bool {
         matches!(self, RevisionKind::MoveFrom | RevisionKind::MoveTo)
@@ -357,8 +428,14 @@ impl Cell {
 }
 
 impl Document {
+    /// The comment with this id.
     pub fn comment(&self, id: &str) -> Option<&Comment> {
-        self.comments.iter().find(|c| c.id == id)
+        match self.comment_index.get(id) {
+            Some(&i) => self.comments.get(i),
+            // A document assembled by hand has no index.
+            None if self.comment_index.is_empty() => self.comments.iter().find(|c| c.id == id),
+            None => None,
+        }
     }
 
     /// Calls `f` on every paragraph of the body, tables included, in order.

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use super::DocxError;
 use super::model::{Block, Document, ParagraphProps, State};
+use super::numfmt::NumFmt;
 use super::xml::{Ev, Ns, PartReader, attr, local};
 
 #[derive(Clone, Debug, Default)]
@@ -27,21 +28,19 @@ pub(crate) struct Level {
     style: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+/// How a level's number is written: one of Word's `ST_NumberFormat`
+/// values, or a zero-padded custom format ("001, 002, 003").
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum NumFormat {
-    #[default]
-    Decimal,
+    Word(NumFmt),
     /// Zero-padded decimal, at least this many digits.
-    DecimalZero(usize),
-    LowerLetter,
-    UpperLetter,
-    LowerRoman,
-    UpperRoman,
-    Ordinal,
-    CardinalText,
-    OrdinalText,
-    Bullet,
-    None,
+    Padded(usize),
+}
+
+impl Default for NumFormat {
+    fn default() -> Self {
+        NumFormat::Word(NumFmt::Decimal)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -335,170 +334,24 @@ impl Definitions {
 
 fn parse_format(val: Option<&str>, custom: Option<&str>) -> NumFormat {
     match val.unwrap_or("decimal") {
-        "decimal" => NumFormat::Decimal,
-        "decimalZero" => NumFormat::DecimalZero(2),
-        "lowerLetter" => NumFormat::LowerLetter,
-        "upperLetter" => NumFormat::UpperLetter,
-        "lowerRoman" => NumFormat::LowerRoman,
-        "upperRoman" => NumFormat::UpperRoman,
-        "ordinal" => NumFormat::Ordinal,
-        "cardinalText" => NumFormat::CardinalText,
-        "ordinalText" => NumFormat::OrdinalText,
-        "bullet" => NumFormat::Bullet,
-        "none" => NumFormat::None,
         "custom" => {
             // Word 2010 custom formats such as "001, 002, 003".
             let first = custom.unwrap_or("").split(',').next().unwrap_or("").trim();
             if !first.is_empty() && first.chars().all(|c| c.is_ascii_digit()) {
-                NumFormat::DecimalZero(first.len())
+                NumFormat::Padded(first.len())
             } else {
-                NumFormat::Decimal
+                NumFormat::default()
             }
         }
-        _ => NumFormat::Decimal,
+        other => NumFormat::Word(NumFmt::parse(other)),
     }
 }
 
-fn format_number(n: i64, format: &NumFormat) -> String {
+fn format_number(n: i64, format: NumFormat) -> String {
     match format {
-        NumFormat::Decimal | NumFormat::Bullet => n.to_string(),
-        NumFormat::DecimalZero(width) => format!("{n:0width$}"),
-        NumFormat::LowerLetter => letters(n, false),
-        NumFormat::UpperLetter => letters(n, true),
-        NumFormat::LowerRoman => roman(n, false),
-        NumFormat::UpperRoman => roman(n, true),
-        NumFormat::Ordinal => ordinal(n),
-        NumFormat::CardinalText => cardinal_text(n),
-        NumFormat::OrdinalText => ordinal_text(n),
-        NumFormat::None => String::new(),
+        NumFormat::Word(f) => f.render(n),
+        NumFormat::Padded(width) => format!("{n:0width$}"),
     }
-}
-
-/// Word's letter numbering: a..z, then aa..zz, aaa…
-fn letters(n: i64, upper: bool) -> String {
-    if n <= 0 {
-        return n.to_string();
-    }
-    let index = ((n - 1) % 26) as u8;
-    let repeat = ((n - 1) / 26 + 1) as usize;
-    let c = if upper { b'A' + index } else { b'a' + index } as char;
-    std::iter::repeat_n(c, repeat.min(64)).collect()
-}
-
-pub(crate) fn roman(n: i64, upper: bool) -> String {
-    if n <= 0 || n >= 4000 {
-        return n.to_string();
-    }
-    const TABLE: [(i64, &str); 13] = [
-        (1000, "m"),
-        (900, "cm"),
-        (500, "d"),
-        (400, "cd"),
-        (100, "c"),
-        (90, "xc"),
-        (50, "l"),
-        (40, "xl"),
-        (10, "x"),
-        (9, "ix"),
-        (5, "v"),
-        (4, "iv"),
-        (1, "i"),
-    ];
-    let mut n = n;
-    let mut out = String::new();
-    for (value, digits) in TABLE {
-        while n >= value {
-            out.push_str(digits);
-            n -= value;
-        }
-    }
-    if upper { out.to_uppercase() } else { out }
-}
-
-fn ordinal(n: i64) -> String {
-    let suffix = match (n % 100, n % 10) {
-        (11..=13, _) => "th",
-        (_, 1) => "st",
-        (_, 2) => "nd",
-        (_, 3) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
-}
-
-const ONES: [&str; 20] = [
-    "Zero",
-    "One",
-    "Two",
-    "Three",
-    "Four",
-    "Five",
-    "Six",
-    "Seven",
-    "Eight",
-    "Nine",
-    "Ten",
-    "Eleven",
-    "Twelve",
-    "Thirteen",
-    "Fourteen",
-    "Fifteen",
-    "Sixteen",
-    "Seventeen",
-    "Eighteen",
-    "Nineteen",
-];
-const TENS: [&str; 10] = ["", "", "Twenty", "Thirty", "Forty", "Fifty", "Sixty", "Seventy", "Eighty", "Ninety"];
-
-fn cardinal_text(n: i64) -> String {
-    if !(0..1000).contains(&n) {
-        return n.to_string();
-    }
-    let n = n as usize;
-    if n < 20 {
-        return ONES[n].to_string();
-    }
-    if n < 100 {
-        let t = TENS[n / 10];
-        return if n.is_multiple_of(10) { t.to_string() } else { format!("{t}-{}", ONES[n % 10].to_lowercase()) };
-    }
-    let rest = n % 100;
-    let head = format!("{} Hundred", ONES[n / 100]);
-    if rest == 0 { head } else { format!("{head} and {}", cardinal_text(rest as i64).to_lowercase()) }
-}
-
-fn ordinal_text(n: i64) -> String {
-    let cardinal = cardinal_text(n);
-    if cardinal.parse::<i64>().is_ok() {
-        return ordinal(n);
-    }
-    // Only the last word changes: "Twenty-one" -> "Twenty-first".
-    let (head, last) = match cardinal.rfind(['-', ' ']) {
-        Some(i) => (&cardinal[..=i], &cardinal[i + 1..]),
-        None => ("", cardinal.as_str()),
-    };
-    let lower = last.to_lowercase();
-    let word = match lower.as_str() {
-        "one" => "first".to_string(),
-        "two" => "second".to_string(),
-        "three" => "third".to_string(),
-        "five" => "fifth".to_string(),
-        "eight" => "eighth".to_string(),
-        "nine" => "ninth".to_string(),
-        "twelve" => "twelfth".to_string(),
-        w if w.ends_with('y') => format!("{}ieth", &w[..w.len() - 1]),
-        w => format!("{w}th"),
-    };
-    let word = if head.is_empty() {
-        let mut c = word.chars();
-        match c.next() {
-            Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
-            None => word,
-        }
-    } else {
-        word
-    };
-    format!("{head}{word}")
 }
 
 /// Private-use bullet glyphs (Symbol/Wingdings) mean nothing outside their font.
@@ -549,7 +402,7 @@ impl<'d> Counters<'d> {
         }
         let values = *values;
         let text = level.text.clone()?;
-        if level.format == NumFormat::Bullet {
+        if level.format == NumFormat::Word(NumFmt::Bullet) {
             return Some((bullet_text(&text), l as u8, abstract_id));
         }
         let mut out = String::new();
@@ -563,9 +416,10 @@ impl<'d> Counters<'d> {
                     let k = d as usize - 1;
                     let lv = self.defs.level(&num_id, &abstract_id, k).unwrap_or_default();
                     let value = values[k].unwrap_or(lv.start);
-                    let format = if level.is_lgl && k < l { NumFormat::Decimal } else { lv.format.clone() };
-                    let format = if format == NumFormat::Bullet { NumFormat::Decimal } else { format };
-                    out.push_str(&format_number(value, &format));
+                    let decimal = NumFormat::default();
+                    let format = if level.is_lgl && k < l { decimal } else { lv.format };
+                    let format = if format == NumFormat::Word(NumFmt::Bullet) { decimal } else { format };
+                    out.push_str(&format_number(value, format));
                 }
                 continue;
             }
@@ -623,21 +477,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn number_formats() {
-        assert_eq!(letters(1, false), "a");
-        assert_eq!(letters(26, true), "Z");
-        assert_eq!(letters(27, false), "aa");
-        assert_eq!(letters(53, false), "aaa");
-        assert_eq!(roman(4, true), "IV");
-        assert_eq!(roman(1994, false), "mcmxciv");
-        assert_eq!(ordinal(1), "1st");
-        assert_eq!(ordinal(12), "12th");
-        assert_eq!(ordinal(23), "23rd");
-        assert_eq!(cardinal_text(21), "Twenty-one");
-        assert_eq!(ordinal_text(1), "First");
-        assert_eq!(ordinal_text(20), "Twentieth");
-        assert_eq!(ordinal_text(21), "Twenty-first");
-        assert_eq!(format_number(7, &NumFormat::DecimalZero(3)), "007");
-        assert_eq!(parse_format(Some("custom"), Some("001, 002, 003")), NumFormat::DecimalZero(3));
+    fn custom_and_word_formats() {
+        assert_eq!(format_number(7, parse_format(Some("custom"), Some("001, 002, 003"))), "007");
+        assert_eq!(format_number(4, parse_format(Some("upperRoman"), None)), "IV");
+        assert_eq!(format_number(12, parse_format(Some("decimalFullWidth"), None)), "１２");
+        assert_eq!(format_number(3, parse_format(Some("notAFormat"), None)), "3");
+        assert_eq!(format_number(3, parse_format(None, None)), "3");
     }
 }

@@ -85,6 +85,34 @@ fn sniff_non_zip(bytes: &[u8]) -> DocxError {
     DocxError::NotDocx("it does not start with a zip signature".into())
 }
 
+/// The first entry name the central directory lists twice, if any. Reads
+/// only the directory (bounded by `max_entries`); a ZIP64 or damaged
+/// directory is left to the zip reader.
+fn repeated_name(bytes: &[u8], max_entries: usize) -> Option<String> {
+    let u16_at = |i: usize| bytes.get(i..i + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
+    let u32_at = |i: usize| bytes.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    // The end-of-central-directory record is in the last 64 KiB + 22 bytes.
+    let floor = bytes.len().saturating_sub(65_557);
+    let eocd = (floor..bytes.len().saturating_sub(21)).rev().find(|&i| bytes[i..].starts_with(&[0x50, 0x4b, 0x05, 0x06]))?;
+    let (count, mut at) = (u16_at(eocd + 10)?, u32_at(eocd + 16)?);
+    if count == 0xFFFF || count > max_entries {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(count);
+    for _ in 0..count {
+        if !bytes.get(at..)?.starts_with(&[0x50, 0x4b, 0x01, 0x02]) {
+            return None;
+        }
+        let (name_len, extra, comment) = (u16_at(at + 28)?, u16_at(at + 30)?, u16_at(at + 32)?);
+        let name = bytes.get(at + 46..at + 46 + name_len)?;
+        if !seen.insert(name) {
+            return Some(String::from_utf8_lossy(name).trim_start_matches('/').to_string());
+        }
+        at += 46 + name_len + extra + comment;
+    }
+    None
+}
+
 impl Package {
     pub(crate) fn open(bytes: Vec<u8>, limits: Limits) -> Result<Package, DocxError> {
         if bytes.len() as u64 > limits.max_file_bytes {
@@ -93,15 +121,27 @@ impl Package {
         if !bytes.starts_with(b"PK") {
             return Err(sniff_non_zip(&bytes));
         }
+        // The zip reader keeps one entry per name: find exact duplicates in
+        // the central directory itself.
+        if let Some(part) = repeated_name(&bytes, limits.max_entries) {
+            return Err(DocxError::DuplicatePart { part, how: "" });
+        }
         let archive = ZipArchive::new(Cursor::new(bytes)).map_err(|e| DocxError::Zip(e.to_string()))?;
         if archive.len() > limits.max_entries {
             return Err(DocxError::TooManyEntries { count: archive.len(), limit: limits.max_entries });
         }
-        let mut names = HashMap::with_capacity(archive.len());
+        let mut names: HashMap<String, usize> = HashMap::with_capacity(archive.len());
         for i in 0..archive.len() {
-            if let Some(Ok(name)) = archive.name_for_index(i) {
-                names.insert(name.trim_start_matches('/').to_ascii_lowercase(), i);
+            let Some(Ok(name)) = archive.name_for_index(i) else { continue };
+            let name = name.trim_start_matches('/');
+            // Part names are case-insensitive (OPC): two entries for one
+            // part let two readers see two different documents.
+            if let Some(&first) = names.get(&name.to_ascii_lowercase()) {
+                let same = archive.name_for_index(first).and_then(Result::ok).map(|f| f.trim_start_matches('/') == name);
+                let how = if same == Some(true) { "" } else { " (names differing only in letter case)" };
+                return Err(DocxError::DuplicatePart { part: name.to_string(), how });
             }
+            names.insert(name.to_ascii_lowercase(), i);
         }
         Ok(Package { archive, names, limits, inflated: 0 })
     }

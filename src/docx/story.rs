@@ -12,6 +12,7 @@ use quick_xml::events::BytesStart;
 
 use super::DocxError;
 use super::model::*;
+use super::props::{self, Element};
 use super::xml::{Ev, Ns, PartReader, attr, local};
 
 /// Document-wide state shared by every story of one package.
@@ -30,6 +31,20 @@ impl Ctx {
         let author = attr(e, "author").filter(|a| !a.trim().is_empty());
         let date = attr(e, "date").filter(|d| !d.trim().is_empty());
         self.revisions.push(Revision { kind, author, date, word_id: attr(e, "id"), move_pair: None, changed: Vec::new() });
+        self.revisions.len() - 1
+    }
+
+    /// A revision from an element read whole (a property change).
+    fn revision_of(&mut self, kind: RevisionKind, e: &Element, changed: Vec<String>) -> usize {
+        let value = |k: &str| e.attr(k).map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+        self.revisions.push(Revision {
+            kind,
+            author: value("author"),
+            date: value("date"),
+            word_id: value("id"),
+            move_pair: None,
+            changed,
+        });
         self.revisions.len() - 1
     }
 
@@ -55,8 +70,6 @@ enum El {
     Tbl,
     Tr,
     Tc,
-    TrPr,
-    TcPr,
     /// A run-level revision wrapper (`w:ins`, `w:del`, `w:moveFrom`, `w:moveTo`).
     Wrapper,
     AltContent,
@@ -339,7 +352,18 @@ impl<'c, 'x> Parser<'c, 'x> {
                     self.close_frame();
                 }
             }
-            "trPr" => self.push(empty, El::TrPr),
+            "trPr" | "tblPrEx" if parent == El::Tr => {
+                let el = props::read(self.reader, e, empty)?;
+                self.row_properties(&el);
+            }
+            "tblPr" | "tblGrid" if parent == El::Tbl => {
+                let el = props::read(self.reader, e, empty)?;
+                self.table_properties(&el);
+            }
+            "sectPr" => {
+                let el = props::read(self.reader, e, empty)?;
+                self.section_properties(&el);
+            }
             "tc" => {
                 self.frames.push(Frame::Cell(Cell::default()));
                 self.push(empty, El::Tc);
@@ -347,25 +371,9 @@ impl<'c, 'x> Parser<'c, 'x> {
                     self.close_frame();
                 }
             }
-            "tcPr" => self.push(empty, El::TcPr),
-            "cellIns" | "cellDel" if parent == El::TcPr => {
-                let kind = if name == "cellIns" { RevisionKind::CellInserted } else { RevisionKind::CellDeleted };
-                let rev = self.ctx.revision(kind, e);
-                if let Some(Frame::Cell(cell)) = self.frames.last_mut() {
-                    if name == "cellIns" {
-                        cell.inserted = Some(rev);
-                    } else {
-                        cell.deleted = Some(rev);
-                    }
-                }
-                self.skip_if_open(empty)?;
-            }
-            "vMerge" if parent == El::TcPr => {
-                let restart = attr(e, "val").is_some_and(|v| v == "restart");
-                if let Some(Frame::Cell(cell)) = self.frames.last_mut() {
-                    cell.merged_continue = !restart;
-                }
-                self.skip_if_open(empty)?;
+            "tcPr" if parent == El::Tc => {
+                let el = props::read(self.reader, e, empty)?;
+                self.cell_properties(&el);
             }
             "txbxContent" if !empty => {
                 self.frames.push(Frame::TextBox(Vec::new()));
@@ -379,17 +387,18 @@ impl<'c, 'x> Parser<'c, 'x> {
                 self.push(empty, El::R);
             }
             "t" | "delText" if !empty => {
+                // Without xml:space="preserve", Word and LibreOffice drop
+                // the text's leading and trailing whitespace.
+                let preserve = attr(e, "space").is_some_and(|v| v == "preserve");
                 let text = self.reader.text_content()?;
+                let text = if preserve { text } else { text.trim_matches([' ', '\t', '\n', '\r']).to_string() };
                 if self.custom_note_mark {
                     // The mark of a footnote with a custom mark: shown as text.
                     self.custom_note_mark = false;
                 }
                 self.push_text(&text);
             }
-            // tcPrChange / trPrChange hold the old cell and row properties:
-            // reading them as current would double cell revisions and merges.
-            "instrText" | "delInstrText" | "sdtPr" | "sdtEndPr" | "sectPr" | "tblPr" | "tblGrid" | "tblPrEx" | "fldData" | "ffData"
-            | "tcPrChange" | "trPrChange" | "tblPrChange" | "tblGridChange" | "sectPrChange" => self.skip_if_open(empty)?,
+            "instrText" | "delInstrText" | "sdtPr" | "sdtEndPr" | "fldData" | "ffData" => self.skip_if_open(empty)?,
             "tab" | "ptab" if parent == El::R => {
                 self.push_text("\t");
                 self.skip_if_open(empty)?;
@@ -409,6 +418,15 @@ impl<'c, 'x> Parser<'c, 'x> {
                 self.skip_if_open(empty)?;
             }
             "fldChar" => {
+                // A LISTNUM field's end may record a tracked renumbering.
+                let el = props::read(self.reader, e, empty)?;
+                if let Some(change) = el.child("numberingChange") {
+                    let was = change.attr("original").unwrap_or("").to_string();
+                    let rev = self.ctx.revision_of(RevisionKind::NumberingFormat, change, vec![format!("list number (was {was:?})")]);
+                    if let Some(b) = self.para_mut() {
+                        b.p.format_changes.push(rev);
+                    }
+                }
                 match attr(e, "fldCharType").as_deref() {
                     Some("begin") => self.fields.push(FieldPhase::Code),
                     Some("separate") => {
@@ -421,7 +439,6 @@ impl<'c, 'x> Parser<'c, 'x> {
                     }
                     _ => {}
                 }
-                self.skip_if_open(empty)?;
             }
             "footnoteReference" | "endnoteReference" => {
                 let kind = if name == "footnoteReference" { NoteKind::Footnote } else { NoteKind::Endnote };
@@ -437,7 +454,7 @@ impl<'c, 'x> Parser<'c, 'x> {
                         }
                         NoteKind::Endnote => {
                             self.ctx.endnotes_seen += 1;
-                            super::numbering::roman(self.ctx.endnotes_seen as i64, false)
+                            super::numfmt::format_number("lowerRoman", i64::from(self.ctx.endnotes_seen))
                         }
                     }
                 };
@@ -463,6 +480,106 @@ impl<'c, 'x> Parser<'c, 'x> {
             _ => self.push(empty, El::Other),
         }
         Ok(())
+    }
+
+    /// `w:tblPr` or `w:tblGrid` of the table being read, with its tracked change.
+    fn table_properties(&mut self, el: &Element) {
+        let (change_name, kind) = match el.name.as_str() {
+            "tblGrid" => ("tblGridChange", RevisionKind::TableGrid),
+            _ => ("tblPrChange", RevisionKind::TableFormat),
+        };
+        let Some(rev) = self.property_change(el, change_name, kind) else { return };
+        if let Some(Frame::Table(t)) = self.frames.last_mut() {
+            t.format_changes.push(rev);
+        }
+    }
+
+    /// `w:trPr` or `w:tblPrEx` of the row being read: row insertions and
+    /// deletions, grid offsets, property changes.
+    fn row_properties(&mut self, el: &Element) {
+        let mut marks = Vec::new();
+        for child in &el.children {
+            match child.name.as_str() {
+                "ins" => marks.push((true, self.ctx.revision_of(RevisionKind::RowInserted, child, Vec::new()))),
+                "del" => marks.push((false, self.ctx.revision_of(RevisionKind::RowDeleted, child, Vec::new()))),
+                _ => {}
+            }
+        }
+        let grid = |name: &str| el.child(name).and_then(|g| g.attr("val")).and_then(|v| v.trim().parse::<u32>().ok()).map(|n| n.min(64));
+        let (before, after) = (grid("gridBefore"), grid("gridAfter"));
+        let change = match el.name.as_str() {
+            "tblPrEx" => self.property_change(el, "tblPrExChange", RevisionKind::TableExceptionFormat),
+            _ => self.property_change(el, "trPrChange", RevisionKind::RowFormat),
+        };
+        let Some(Frame::Row(row)) = self.frames.last_mut() else { return };
+        for (inserted, rev) in marks {
+            if inserted {
+                row.inserted = Some(rev);
+            } else {
+                row.deleted = Some(rev);
+            }
+        }
+        row.grid_before = before.unwrap_or(row.grid_before);
+        row.grid_after = after.unwrap_or(row.grid_after);
+        row.format_changes.extend(change);
+    }
+
+    /// `w:tcPr` of the cell being read: cell insertions and deletions,
+    /// vertical merges, property changes.
+    fn cell_properties(&mut self, el: &Element) {
+        let mut marks = Vec::new();
+        for child in &el.children {
+            match child.name.as_str() {
+                "cellIns" => marks.push((true, self.ctx.revision_of(RevisionKind::CellInserted, child, Vec::new()))),
+                "cellDel" => marks.push((false, self.ctx.revision_of(RevisionKind::CellDeleted, child, Vec::new()))),
+                _ => {}
+            }
+        }
+        let merged = el.child("vMerge").map(|m| m.attr("val") != Some("restart"));
+        let change = self.property_change(el, "tcPrChange", RevisionKind::CellFormat);
+        let Some(Frame::Cell(cell)) = self.frames.last_mut() else { return };
+        for (inserted, rev) in marks {
+            if inserted {
+                cell.inserted = Some(rev);
+            } else {
+                cell.deleted = Some(rev);
+            }
+        }
+        cell.merged_continue = merged.unwrap_or(cell.merged_continue);
+        cell.format_changes.extend(change);
+    }
+
+    /// `w:sectPr`: a paragraph's section break, or the body's last section.
+    fn section_properties(&mut self, el: &Element) {
+        let Some(rev) = self.property_change(el, "sectPrChange", RevisionKind::SectionFormat) else { return };
+        if let Some(b) = self.para_mut() {
+            b.p.format_changes.push(rev);
+            return;
+        }
+        // The body's own sectPr closes the last section: its change shows
+        // on the last paragraph.
+        let last = self.blocks_mut().and_then(|blocks| {
+            blocks.iter_mut().rev().find_map(|b| match b {
+                Block::Paragraph(p) => Some(p),
+                Block::Table(_) => None,
+            })
+        });
+        match last {
+            Some(p) => p.format_changes.push(rev),
+            None => {
+                self.ctx.warnings.push("a section-property change follows no paragraph; it counts, but the views cannot place it".into())
+            }
+        }
+    }
+
+    /// The revision of a property container's tracked change (its child
+    /// `change_name`, holding the old properties), with what it changed.
+    fn property_change(&mut self, el: &Element, change_name: &str, kind: RevisionKind) -> Option<usize> {
+        let change = el.child(change_name)?;
+        let old: &[Element] = change.children.first().map(|c| c.children.as_slice()).unwrap_or(&[]);
+        let now: Vec<Element> = el.children.iter().filter(|c| c.name != change_name).cloned().collect();
+        let changed = props::changed(&now, old);
+        Some(self.ctx.revision_of(kind, change, changed))
     }
 
     fn skip_if_open(&mut self, empty: bool) -> Result<(), DocxError> {
@@ -506,21 +623,6 @@ impl<'c, 'x> Parser<'c, 'x> {
             // Old properties inside a pPrChange, or a stray marker: nothing to record.
             return self.skip_if_open(empty);
         }
-        if parent == El::TrPr {
-            let kind = if inserting { RevisionKind::RowInserted } else { RevisionKind::RowDeleted };
-            let rev = self.ctx.revision(kind, e);
-            if let Some(row) = self.frames.iter_mut().rev().find_map(|f| match f {
-                Frame::Row(r) => Some(r),
-                _ => None,
-            }) {
-                if inserting {
-                    row.inserted = Some(rev);
-                } else {
-                    row.deleted = Some(rev);
-                }
-            }
-            return self.skip_if_open(empty);
-        }
         if parent == El::NumPr {
             // A tracked change to the paragraph's numbering.
             let rev = self.ctx.revision(RevisionKind::ParagraphFormat, e);
@@ -530,7 +632,7 @@ impl<'c, 'x> Parser<'c, 'x> {
             }
             return self.skip_if_open(empty);
         }
-        if matches!(parent, El::PPr | El::PPrChange | El::TcPr) {
+        if matches!(parent, El::PPr | El::PPrChange) {
             return self.skip_if_open(empty);
         }
         if empty {

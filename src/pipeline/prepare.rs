@@ -111,7 +111,13 @@ fn read(source: OutputSource) -> Result<Vec<u8>, docx::DocxError> {
 /// Gates, renders, checks and prompts one output. A panic anywhere in the
 /// reader or the checks becomes a gate failure naming it.
 pub fn prepare(task: &Task, source: OutputSource, trial: &str, templates: &Templates, cache: &Cache) -> Prepared {
-    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare_unguarded(task, source, trial, templates, cache)));
+    guarded(task, trial, || prepare_unguarded(task, source, trial, templates, cache))
+}
+
+/// Runs `f`; a panic in it becomes the output's gate failure naming it, so
+/// that no row ever vanishes.
+fn guarded(task: &Task, trial: &str, f: impl FnOnce() -> Prepared) -> Prepared {
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     caught.unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
@@ -211,4 +217,23 @@ fn store(r: Result<(), crate::cache::CacheError>) {
 /// The name a view file takes.
 pub fn view_name(task: &str, trial: &str) -> String {
     if trial == "1" { task.to_string() } else { format!("{task}__{trial}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::{Rubric, Side};
+
+    #[test]
+    fn a_panic_while_reading_becomes_the_rows_gate_failure() {
+        let task = Task::named("redline-s1-t1-g01a", Side::A, "A", vec![Rubric::llm("r1", "x", "c", 3)]);
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let item = guarded(&task, "2", || panic!("boom in the reader"));
+        std::panic::set_hook(prev);
+        assert_eq!((item.row.task.as_str(), item.row.trial.as_str()), ("redline-s1-t1-g01a", "2"));
+        assert!(!item.row.gate.passed);
+        assert_eq!(item.row.gate.reason, "redjury failed while reading this output (a bug; please report it): boom in the reader");
+        assert!(item.prompt.is_none());
+    }
 }

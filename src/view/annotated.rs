@@ -9,7 +9,7 @@
 //! `\`, `+`, `~`, `{`, `}` of the document, and a `[` that would open an id,
 //! is backslash-escaped.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
 use crate::docx::{Block, Comment, Document, Inline, Paragraph, RevisionKind, Span, StoryKind, Table};
@@ -18,11 +18,19 @@ use crate::docx::{Block, Comment, Document, Inline, Paragraph, RevisionKind, Spa
 /// for a given document changes: it keys the render cache, so a stale view
 /// is never reused. `tests/fixtures.rs` pins the output of one fixture to
 /// this number and fails until both are updated together.
-pub const VIEW_VERSION: u32 = 2;
+pub const VIEW_VERSION: u32 = 3;
 
 /// Renders the annotated view. `title` names the document in the heading.
 pub fn render(doc: &Document, title: &str) -> String {
-    let mut r = Renderer { doc, out: String::new(), summary: BTreeMap::new(), comment_marks: HashSet::new(), tables: 0, group: Vec::new() };
+    let mut r = Renderer {
+        doc,
+        out: String::new(),
+        summary: BTreeMap::new(),
+        comment_marks: HashSet::new(),
+        tables: 0,
+        group: Vec::new(),
+        comment_index: doc.comments.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect(),
+    };
     r.out.push_str("# Annotated redline: ");
     r.out.push_str(&escape(title));
     r.out.push_str("\n\n");
@@ -39,6 +47,7 @@ struct Counts {
     deletions: u32,
     moves: u32,
     formatting: u32,
+    properties: u32,
     paragraph_marks: u32,
     rows: u32,
     comments: u32,
@@ -53,6 +62,24 @@ struct Renderer<'d> {
     tables: u32,
     /// Kinds of the change group being written (its tag is still pending).
     group: Vec<RevisionKind>,
+    /// Comment id → index in `doc.comments` (first definition wins).
+    comment_index: HashMap<&'d str, usize>,
+}
+
+/// Whether a paragraph's line starts with its list label.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Label {
+    Shown,
+    /// Shown only when the paragraph has one (table cells, notes).
+    IfAny,
+}
+
+/// Whether a paragraph mark's revision is shown: not for a cell's last
+/// paragraph, whose mark cannot split or merge anything.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    Shown,
+    Hidden,
 }
 
 /// Backslash-escapes document text so it cannot forge markup.
@@ -111,13 +138,33 @@ impl<'d> Renderer<'d> {
         }
     }
 
+    /// `{@A changed table properties: width}` for each property revision.
+    fn property_tags(&mut self, revs: &[usize]) -> String {
+        let mut tags = Vec::with_capacity(revs.len());
+        for &rev in revs {
+            let mut out = String::new();
+            let Some(r) = self.doc.revisions.get(rev) else { continue };
+            let author = escape(&author_name(self.doc, rev));
+            let subject = r.kind.property_subject();
+            let changed = r.changed.join(", ");
+            if changed.is_empty() {
+                let _ = write!(out, "{{@{author} changed {subject}}}");
+            } else {
+                let _ = write!(out, "{{@{author} changed {subject}: {}}}", escape(&changed));
+            }
+            self.count(author_name(self.doc, rev), |c| if r.kind.is_property() { c.properties += 1 } else { c.formatting += 1 });
+            tags.push(out);
+        }
+        tags.join(" ")
+    }
+
     fn body(&mut self) {
         let mut last_index: Option<u32> = None;
         let mut extra = 0u32;
         let mut drop_cap = String::new();
         for block in &self.doc.body {
             match block {
-                Block::Paragraph(p) if p.drop_cap => drop_cap.push_str(&self.paragraph(p, false)),
+                Block::Paragraph(p) if p.drop_cap => drop_cap.push_str(&self.paragraph(p, Label::IfAny, Mark::Shown)),
                 Block::Paragraph(p) => {
                     let id = match p.body_index {
                         Some(i) => {
@@ -130,7 +177,7 @@ impl<'d> Renderer<'d> {
                             format!("p-{:03}.{extra}", last_index.unwrap_or(0))
                         }
                     };
-                    let mut line = self.paragraph(p, true);
+                    let mut line = self.paragraph(p, Label::Shown, Mark::Shown);
                     if !drop_cap.is_empty() {
                         // The drop cap belongs before the text, after any label.
                         line = format!("{}{line}", std::mem::take(&mut drop_cap));
@@ -157,7 +204,7 @@ impl<'d> Renderer<'d> {
             {
                 for block in &s.blocks {
                     if let Block::Paragraph(tp) = block {
-                        let line = self.paragraph(tp, true);
+                        let line = self.paragraph(tp, Label::Shown, Mark::Shown);
                         if !line.trim().is_empty() {
                             let _ = writeln!(self.out, "    [text box {}] {line}", s.id);
                         }
@@ -168,6 +215,10 @@ impl<'d> Renderer<'d> {
     }
 
     fn table(&mut self, t: &'d Table, n: u32) {
+        if !t.format_changes.is_empty() {
+            let tags = self.property_tags(&t.format_changes);
+            let _ = writeln!(self.out, "[t{n}] {tags}");
+        }
         for (ri, row) in t.rows.iter().enumerate() {
             let mut line = format!("[t{n}.r{}] ", ri + 1);
             if let Some(rev) = row.inserted {
@@ -178,62 +229,78 @@ impl<'d> Renderer<'d> {
                 let _ = write!(line, "~~row~~{} ", self.tag(rev));
                 self.count(author_name(self.doc, rev), |c| c.rows += 1);
             }
+            if !row.format_changes.is_empty() {
+                line.push_str(&self.property_tags(&row.format_changes));
+                line.push(' ');
+            }
             line.push('|');
+            let empty = |n: u32| " |".repeat(n as usize);
+            line.push_str(&empty(row.grid_before));
             for cell in &row.cells {
                 line.push(' ');
-                if cell.merged_continue {
-                    line.push_str("(merged with the cell above) |");
-                    continue;
-                }
-                if let Some(rev) = cell.inserted {
-                    let _ = write!(line, "++cell++{} ", self.tag(rev));
-                }
-                if let Some(rev) = cell.deleted {
-                    let _ = write!(line, "~~cell~~{} ", self.tag(rev));
-                }
-                let mut parts = Vec::new();
-                let last = cell.blocks.len().saturating_sub(1);
-                for (bi, block) in cell.blocks.iter().enumerate() {
-                    match block {
-                        Block::Paragraph(p) => {
-                            let text = self.paragraph_with(p, false, bi != last);
-                            if !text.trim().is_empty() {
-                                parts.push(text);
-                            }
-                        }
-                        Block::Table(inner) => {
-                            for row in &inner.rows {
-                                let mut cells = Vec::new();
-                                for c in &row.cells {
-                                    for b in &c.blocks {
-                                        if let Block::Paragraph(p) = b {
-                                            cells.push(self.paragraph(p, false));
-                                        }
-                                    }
-                                }
-                                parts.push(format!("[nested row: {}]", cells.join(" ; ")));
-                            }
-                        }
-                    }
-                }
-                line.push_str(&parts.join(" <br> "));
+                line.push_str(&self.cell(cell));
                 line.push_str(" |");
             }
+            line.push_str(&empty(row.grid_after));
             self.out.push_str(&line);
             self.out.push('\n');
         }
     }
 
-    /// One paragraph's content with its label, markup and trailing notes.
-    fn paragraph(&mut self, p: &'d Paragraph, with_label: bool) -> String {
-        self.paragraph_with(p, with_label, true)
+    /// One cell: its revisions, then its paragraphs joined by `<br>`.
+    fn cell(&mut self, cell: &'d crate::docx::Cell) -> String {
+        if cell.merged_continue {
+            return "(merged with the cell above)".into();
+        }
+        let mut out = String::new();
+        if let Some(rev) = cell.inserted {
+            let _ = write!(out, "++cell++{} ", self.tag(rev));
+        }
+        if let Some(rev) = cell.deleted {
+            let _ = write!(out, "~~cell~~{} ", self.tag(rev));
+        }
+        if !cell.format_changes.is_empty() {
+            out.push_str(&self.property_tags(&cell.format_changes));
+            out.push(' ');
+        }
+        let mut parts = Vec::new();
+        let last = cell.blocks.len().saturating_sub(1);
+        for (bi, block) in cell.blocks.iter().enumerate() {
+            match block {
+                Block::Paragraph(p) => {
+                    let text = self.paragraph(p, Label::IfAny, if bi == last { Mark::Hidden } else { Mark::Shown });
+                    if !text.trim().is_empty() {
+                        parts.push(text);
+                    }
+                }
+                Block::Table(inner) => {
+                    for row in &inner.rows {
+                        parts.push(format!("[nested row: {}]", self.row_cells(row).join(" ; ")));
+                    }
+                }
+            }
+        }
+        out.push_str(&parts.join(" <br> "));
+        out
     }
 
-    /// `show_mark`: false for a cell's last paragraph, whose mark cannot
-    /// split or merge anything (its row or cell revision says it all).
-    fn paragraph_with(&mut self, p: &'d Paragraph, with_label: bool, show_mark: bool) -> String {
+    /// A row's cell paragraphs, each as markup (nested tables and stories).
+    fn row_cells(&mut self, row: &'d crate::docx::Row) -> Vec<String> {
+        let mut cells = Vec::new();
+        for c in &row.cells {
+            for b in &c.blocks {
+                if let Block::Paragraph(p) = b {
+                    cells.push(self.paragraph(p, Label::IfAny, Mark::Shown));
+                }
+            }
+        }
+        cells
+    }
+
+    /// One paragraph's content with its label, markup and trailing notes.
+    fn paragraph(&mut self, p: &'d Paragraph, label: Label, mark: Mark) -> String {
         let mut line = String::new();
-        if with_label || p.label.accepted.is_some() || p.label.rejected.is_some() {
+        if label == Label::Shown || p.label.accepted.is_some() || p.label.rejected.is_some() {
             match (&p.label.accepted, &p.label.rejected) {
                 (Some(a), Some(r)) if a != r => {
                     let _ = write!(line, "{} (was {}) ", escape(a), escape(r));
@@ -260,7 +327,7 @@ impl<'d> Renderer<'d> {
                     self.span(&mut line, span, next);
                 }
                 Inline::CommentEnd { id } | Inline::CommentRef { id } => {
-                    if self.doc.comment(id).is_some() && self.comment_marks.insert(id.as_str()) {
+                    if self.comment_index.contains_key(id.as_str()) && self.comment_marks.insert(id.as_str()) {
                         let _ = write!(line, "{{cmt-{}}}", escape(id));
                     }
                 }
@@ -283,6 +350,7 @@ impl<'d> Renderer<'d> {
                 }
             }
         }
+        let show_mark = mark == Mark::Shown;
         if let (Some(rev), true) = (p.mark_inserted, show_mark) {
             let _ = write!(line, " ++¶++{}", self.tag(rev));
             self.count(author_name(self.doc, rev), |c| c.paragraph_marks += 1);
@@ -291,15 +359,10 @@ impl<'d> Renderer<'d> {
             let _ = write!(line, " ~~¶~~{}", self.tag(rev));
             self.count(author_name(self.doc, rev), |c| c.paragraph_marks += 1);
         }
-        for &rev in &p.format_changes {
-            let changed = self.doc.revisions.get(rev).map(|r| r.changed.join(", ")).unwrap_or_default();
-            let author = escape(&author_name(self.doc, rev));
-            if changed.is_empty() {
-                let _ = write!(line, " {{@{author} changed paragraph formatting}}");
-            } else {
-                let _ = write!(line, " {{@{author} changed paragraph formatting: {}}}", escape(&changed));
-            }
-            self.count(author_name(self.doc, rev), |c| c.formatting += 1);
+        if !p.format_changes.is_empty() {
+            line.push(' ');
+            let tags = self.property_tags(&p.format_changes);
+            line.push_str(&tags);
         }
         line.trim_end().to_string()
     }
@@ -388,29 +451,21 @@ impl<'d> Renderer<'d> {
                 note_number += 1;
                 let id = match kind {
                     StoryKind::Footnote => format!("{prefix}-{note_number}"),
-                    StoryKind::Endnote => format!("{prefix}-{}", crate::docx::numbering::roman(note_number as i64, false)),
+                    StoryKind::Endnote => format!("{prefix}-{}", crate::docx::format_list_number("lowerRoman", i64::from(note_number))),
                     _ => format!("{prefix} {}", story.id.rsplit('/').next().unwrap_or(&story.id)),
                 };
                 let mut lines = Vec::new();
                 for block in &story.blocks {
                     match block {
                         Block::Paragraph(p) => {
-                            let line = self.paragraph(p, false);
+                            let line = self.paragraph(p, Label::IfAny, Mark::Shown);
                             if !line.trim().is_empty() {
                                 lines.push(line);
                             }
                         }
                         Block::Table(t) => {
                             for row in &t.rows {
-                                let mut cells = Vec::new();
-                                for c in &row.cells {
-                                    for b in &c.blocks {
-                                        if let Block::Paragraph(p) = b {
-                                            cells.push(self.paragraph(p, false));
-                                        }
-                                    }
-                                }
-                                lines.push(format!("| {} |", cells.join(" | ")));
+                                lines.push(format!("| {} |", self.row_cells(row).join(" | ")));
                             }
                         }
                     }
@@ -430,11 +485,18 @@ impl<'d> Renderer<'d> {
             return;
         }
         self.out.push_str("\n## Comments\n\n");
-        let roots: Vec<&Comment> =
-            self.doc.comments.iter().filter(|c| c.parent.as_deref().is_none_or(|p| self.doc.comment(p).is_none())).collect();
+        let doc = self.doc;
+        let is_known = |id: &str| self.comment_index.contains_key(id);
+        let roots: Vec<&Comment> = doc.comments.iter().filter(|c| c.parent.as_deref().is_none_or(|p| !is_known(p))).collect();
+        let mut replies: HashMap<&str, Vec<&'d Comment>> = HashMap::new();
+        for c in &doc.comments {
+            if let Some(parent) = c.parent.as_deref() {
+                replies.entry(parent).or_default().push(c);
+            }
+        }
         let mut printed = HashSet::new();
         for c in roots {
-            self.comment_thread(c, 0, &mut printed);
+            self.comment_thread(c, 0, &replies, &mut printed);
         }
         // Comments caught in a reply cycle (hostile input) are still shown.
         for c in &self.doc.comments {
@@ -444,13 +506,13 @@ impl<'d> Renderer<'d> {
         }
     }
 
-    fn comment_thread(&mut self, c: &'d Comment, depth: usize, printed: &mut HashSet<&'d str>) {
+    fn comment_thread(&mut self, c: &'d Comment, depth: usize, replies: &HashMap<&str, Vec<&'d Comment>>, printed: &mut HashSet<&'d str>) {
         if !printed.insert(c.id.as_str()) || depth > 16 {
             return;
         }
         self.comment_line(c, depth);
-        for reply in self.doc.comments.iter().filter(|r| r.parent.as_deref() == Some(c.id.as_str())) {
-            self.comment_thread(reply, depth + 1, printed);
+        for reply in replies.get(c.id.as_str()).into_iter().flatten() {
+            self.comment_thread(reply, depth + 1, replies, printed);
         }
     }
 
@@ -485,17 +547,20 @@ impl<'d> Renderer<'d> {
             return;
         }
         self.out.push_str("\n## Revision summary\n\n");
-        self.out.push_str("| author | insertions | deletions | moves | formatting | paragraph marks | table rows | comments | replies |\n");
-        self.out.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        self.out.push_str(
+            "| author | insertions | deletions | moves | formatting | properties | paragraph marks | table rows | comments | replies |\n",
+        );
+        self.out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
         for (author, c) in &self.summary {
             let _ = writeln!(
                 self.out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 escape(author),
                 c.insertions,
                 c.deletions,
                 c.moves,
                 c.formatting,
+                c.properties,
                 c.paragraph_marks,
                 c.rows,
                 c.comments,

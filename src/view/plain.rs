@@ -5,13 +5,20 @@
 //! inserted (rejected), and the one-line-per-paragraph layout. Must never
 //! show comments, and never let a table row swallow a neighbouring paragraph.
 
-use crate::docx::{Block, Document, Inline, Paragraph, State};
+use crate::docx::{Block, Document, Inline, Paragraph, Row, State};
+
+/// Whether lines carry their list labels.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Labels {
+    Shown,
+    Hidden,
+}
 
 /// The body's lines in `state`: one paragraph per line, list label as a
 /// prefix, a table row as its cells joined by " | ".
 pub fn lines(doc: &Document, state: State) -> Vec<String> {
     let mut out = Vec::new();
-    push_blocks_with(&doc.body, state, true, &mut out);
+    push_blocks_with(&doc.body, state, Labels::Shown, &mut out);
     out
 }
 
@@ -43,7 +50,7 @@ pub fn paragraph_text(p: &Paragraph, state: State) -> String {
     text.replace('\n', " ")
 }
 
-fn push_blocks_with(blocks: &[Block], state: State, labels: bool, out: &mut Vec<String>) {
+fn push_blocks_with(blocks: &[Block], state: State, labels: Labels, out: &mut Vec<String>) {
     // Text of paragraphs whose mark vanished in this state: it joins the next
     // paragraph of the same container.
     let mut carry: Option<String> = None;
@@ -53,7 +60,7 @@ fn push_blocks_with(blocks: &[Block], state: State, labels: bool, out: &mut Vec<
                 let mut text = carry.take().unwrap_or_default();
                 text.push_str(&paragraph_text(p, state));
                 if p.mark_present(state) && !p.drop_cap {
-                    out.push(if labels { with_label(p.label_in(state), text) } else { text });
+                    out.push(if labels == Labels::Shown { with_label(p.label_in(state), text) } else { text });
                 } else {
                     carry = Some(text);
                 }
@@ -65,17 +72,7 @@ fn push_blocks_with(blocks: &[Block], state: State, labels: bool, out: &mut Vec<
                     out.push(text);
                 }
                 for row in table.rows.iter().filter(|r| r.present(state)) {
-                    let cells: Vec<String> = row
-                        .cells
-                        .iter()
-                        .filter(|c| c.present(state) && !c.merged_continue)
-                        .map(|c| {
-                            let mut inner = Vec::new();
-                            push_blocks_with(&c.blocks, state, labels, &mut inner);
-                            inner.join(" ").trim().to_string()
-                        })
-                        .collect();
-                    out.push(cells.join(" | "));
+                    out.push(row_text(row, state, labels));
                 }
             }
         }
@@ -85,6 +82,20 @@ fn push_blocks_with(blocks: &[Block], state: State, labels: bool, out: &mut Vec<
     {
         out.push(text);
     }
+}
+
+/// A row's cells joined by " | ", with the empty grid columns Word leaves
+/// before and after them (`w:gridBefore`, `w:gridAfter`), so that columns
+/// line up with the other rows.
+fn row_text(row: &Row, state: State, labels: Labels) -> String {
+    let cells = row.cells.iter().filter(|c| c.present(state) && !c.merged_continue).map(|c| {
+        let mut inner = Vec::new();
+        push_blocks_with(&c.blocks, state, labels, &mut inner);
+        inner.join(" ").trim().to_string()
+    });
+    let before = std::iter::repeat_n(String::new(), row.grid_before as usize);
+    let after = std::iter::repeat_n(String::new(), row.grid_after as usize);
+    before.chain(cells).chain(after).collect::<Vec<_>>().join(" | ")
 }
 
 fn with_label(label: Option<&str>, text: String) -> String {
@@ -99,6 +110,6 @@ fn with_label(label: Option<&str>, text: String) -> String {
 /// separately).
 pub fn lines_without_labels(doc: &Document, state: State) -> Vec<String> {
     let mut out = Vec::new();
-    push_blocks_with(&doc.body, state, false, &mut out);
+    push_blocks_with(&doc.body, state, Labels::Hidden, &mut out);
     out
 }
