@@ -1,28 +1,37 @@
 //! Aggregation: from task × trial rewards to the figures models are compared
-//! by — reproducing the reference benchmark's method exactly, then adding
-//! what it lacks (counts of what was dropped, a CI over input groups).
+//! by — reproducing the reference benchmark's leaderboard to the last digit,
+//! then adding what it lacks (counts of what was dropped, a CI over input
+//! groups).
 //!
-//! The reference method: a group's score is the mean of its rows (variants
-//! and trials); `overall` is the mean over groups; a (scenario, turn) cell is
-//! the mean of its groups' scores, rounded to 4 places (the reference rounds
-//! cells before averaging them); the headline `turn_weighted` is the mean
-//! over cells. `by_turn` averages groups; `by_side` and `by_scenario`
-//! average cells (a cell's side is the side of its first row).
+//! The reference method (its panel reader and `aggregate.py`): each task's
+//! reward is rounded to 4 places; a group's score is the exact mean
+//! (`statistics.mean`) of its rows (variants and trials); a (scenario,
+//! turn) cell is the mean of its groups' scores, rounded to 4 places; the
+//! headline `turn_weighted` is the mean over cells, rounded; `by_turn`
+//! averages groups; `by_side` and `by_scenario` average cells (a cell's
+//! side is the side of its first row); `by_category` pools Σ |w| graded
+//! correct / Σ |w| over every rubric of every counted row, a gate failure's
+//! rubrics all FAIL. Every rounding is Python's `round(x, 4)` on the exact
+//! binary value (`python.rs`). The CI resamples the cells in the order the
+//! rows first show them, with Python's Mersenne Twister.
 //!
-//! Owns: those definitions and a reproducible bootstrap. Must never average
-//! an incomplete or pending row into a mean, and never drop a gate failure
-//! from one (it counts as 0).
+//! Owns: those definitions and two reproducible bootstraps. Must never
+//! average an incomplete or pending row into a mean, and never drop a gate
+//! failure from one (it counts as 0).
 
 pub mod agreement;
 pub mod compare;
+pub mod python;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
 use crate::score::{Status, TaskResult};
 use crate::task::Side;
 use crate::verdict::Verdict;
+use python::{PyRandom, py_mean, py_round};
 
 /// Counts of every kind of outcome.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -37,6 +46,7 @@ pub struct Counts {
     pub missing_outputs: usize,
 }
 
+/// A bootstrap's seed and number of resamples.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Bootstrap {
     pub seed: u64,
@@ -58,14 +68,13 @@ pub struct Figures {
     pub groups: BTreeMap<String, f64>,
 }
 
-/// Rounds like Python's `round(x, 4)` for the values we meet (ties are
-/// vanishingly rare in means of rewards).
+/// `round(x, 4)`, as Python computes it.
 pub fn round4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
+    py_round(x, 4)
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    py_mean(v)
 }
 
 fn side_name(s: Side) -> String {
@@ -75,89 +84,135 @@ fn side_name(s: Side) -> String {
     }
 }
 
+/// A row's reward as the reference's leaderboard reads it: rounded to 4
+/// places (results.jsonl and rewards.jsonl keep it unrounded).
+fn published_reward(r: &TaskResult) -> f64 {
+    round4(r.reward.unwrap_or(0.0))
+}
+
+/// Keys in the order they first appear (the order the reference's dicts
+/// keep), with an index for lookups.
+struct Ordered<K, V> {
+    keys: Vec<K>,
+    values: Vec<V>,
+    index: HashMap<K, usize>,
+}
+
+impl<K: Eq + Hash + Clone, V: Default> Ordered<K, V> {
+    fn new() -> Self {
+        Ordered { keys: Vec::new(), values: Vec::new(), index: HashMap::new() }
+    }
+    fn entry(&mut self, key: &K) -> &mut V {
+        let i = match self.index.get(key) {
+            Some(&i) => i,
+            None => {
+                self.keys.push(key.clone());
+                self.values.push(V::default());
+                self.index.insert(key.clone(), self.keys.len() - 1);
+                self.keys.len() - 1
+            }
+        };
+        &mut self.values[i]
+    }
+    fn get(&self, key: &K) -> Option<&V> {
+        self.index.get(key).map(|&i| &self.values[i])
+    }
+    fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.keys.iter().zip(&self.values)
+    }
+}
+
+/// The groups of the counted rows with their exact mean rewards, in order
+/// of first appearance.
+fn group_means(counted: &[&TaskResult]) -> Ordered<String, f64> {
+    let mut rewards: Ordered<String, Vec<f64>> = Ordered::new();
+    for r in counted {
+        rewards.entry(&r.group).push(published_reward(r));
+    }
+    Ordered {
+        values: rewards.values.iter().map(|v| mean(v).unwrap_or(0.0)).collect(),
+        keys: rewards.keys,
+        index: rewards.index,
+    }
+}
+
+/// The (scenario, turn) cells in order of first appearance: each cell's
+/// rounded mean of its groups, and the side of its first row.
+pub fn cells(rows: &[TaskResult]) -> Vec<((String, u32), f64, Side)> {
+    let counted: Vec<&TaskResult> = rows.iter().filter(|r| r.counts()).collect();
+    cells_of(&counted, &group_means(&counted))
+}
+
+fn cells_of(counted: &[&TaskResult], groups: &Ordered<String, f64>) -> Vec<((String, u32), f64, Side)> {
+    let mut members: Ordered<(String, u32), (Vec<String>, Option<Side>)> = Ordered::new();
+    for r in counted {
+        let (gs, side) = members.entry(&(r.scenario.clone(), r.turn));
+        if !gs.contains(&r.group) {
+            gs.push(r.group.clone());
+        }
+        side.get_or_insert(r.side);
+    }
+    let value = |g: &String| groups.get(g).copied();
+    members
+        .iter()
+        .filter_map(|(cell, (gs, side))| {
+            let values: Vec<f64> = gs.iter().filter_map(value).collect();
+            Some((cell.clone(), round4(mean(&values)?), (*side)?))
+        })
+        .collect()
+}
+
 /// Figures over the rows that count (scored and gate-failed).
 pub fn figures(rows: &[TaskResult]) -> Figures {
     let counted: Vec<&TaskResult> = rows.iter().filter(|r| r.counts()).collect();
-    let mut by_group: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for r in &counted {
-        by_group.entry(&r.group).or_default().push(r.reward.unwrap_or(0.0));
-    }
-    let groups: BTreeMap<String, f64> = by_group.iter().filter_map(|(g, v)| Some((g.to_string(), mean(v)?))).collect();
-    headline(&counted, &groups)
-}
-
-/// The part of [`figures`] that depends on which groups are in: reused by
-/// the bootstrap on resampled groups.
-fn headline(counted: &[&TaskResult], groups: &BTreeMap<String, f64>) -> Figures {
-    // Cells and the first side seen in each, in row order (as the reference).
-    let mut cell_groups: BTreeMap<(String, u32), Vec<&str>> = BTreeMap::new();
-    let mut cell_side: BTreeMap<(String, u32), Side> = BTreeMap::new();
-    let mut turn_groups: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
-    for r in counted {
-        let cell = (r.scenario.clone(), r.turn);
-        let entry = cell_groups.entry(cell.clone()).or_default();
-        if !entry.contains(&r.group.as_str()) {
-            entry.push(&r.group);
-        }
-        cell_side.entry(cell).or_insert(r.side);
-        let t = turn_groups.entry(r.turn).or_default();
-        if !t.contains(&r.group.as_str()) {
-            t.push(&r.group);
-        }
-    }
-    let mut by_scenario_turn = BTreeMap::new();
-    let mut cells: Vec<((String, u32), f64)> = Vec::new();
-    for (cell, gs) in &cell_groups {
-        let values: Vec<f64> = gs.iter().filter_map(|g| groups.get(*g).copied()).collect();
-        if let Some(m) = mean(&values) {
-            let m = round4(m);
-            by_scenario_turn.insert(format!("{}-{}", cell.0, cell.1), m);
-            cells.push((cell.clone(), m));
-        }
-    }
-    let cell_values: Vec<f64> = cells.iter().map(|(_, v)| *v).collect();
-    let mut by_scenario_cells: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let mut by_side_cells: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for ((scenario, turn), v) in &cells {
-        by_scenario_cells.entry(scenario.clone()).or_default().push(*v);
-        if let Some(side) = cell_side.get(&(scenario.clone(), *turn)) {
-            by_side_cells.entry(side_name(*side)).or_default().push(*v);
-        }
-    }
+    let groups = group_means(&counted);
+    let cells = cells_of(&counted, &groups);
     let collapse = |m: BTreeMap<String, Vec<f64>>| -> BTreeMap<String, f64> {
         m.into_iter().filter_map(|(k, v)| Some((k, round4(mean(&v)?)))).collect()
     };
-    let by_turn = turn_groups
-        .iter()
-        .filter_map(|(t, gs)| {
-            let values: Vec<f64> = gs.iter().filter_map(|g| groups.get(*g).copied()).collect();
-            Some((t.to_string(), round4(mean(&values)?)))
-        })
-        .collect();
-    let per_task: Vec<f64> = counted.iter().map(|r| r.reward.unwrap_or(0.0)).collect();
+    let mut by_scenario: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut by_side: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for ((scenario, _), v, side) in &cells {
+        by_scenario.entry(scenario.clone()).or_default().push(*v);
+        by_side.entry(side_name(*side)).or_default().push(*v);
+    }
+    let mut turn_groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut seen: HashSet<(u32, &str)> = HashSet::new();
+    for r in &counted {
+        if !seen.insert((r.turn, r.group.as_str())) {
+            continue;
+        }
+        if let Some(v) = groups.get(&r.group) {
+            turn_groups.entry(r.turn.to_string()).or_default().push(*v);
+        }
+    }
+    let cell_values: Vec<f64> = cells.iter().map(|(_, v, _)| *v).collect();
+    let per_task: Vec<f64> = counted.iter().map(|r| published_reward(r)).collect();
     Figures {
-        overall: mean(&groups.values().copied().collect::<Vec<_>>()).map(round4),
+        overall: mean(&groups.values).map(round4),
         turn_weighted: mean(&cell_values).map(round4),
         mean_per_task: mean(&per_task).map(round4),
-        by_turn,
-        by_side: collapse(by_side_cells),
-        by_scenario: collapse(by_scenario_cells),
-        by_scenario_turn,
-        by_category: by_category(counted),
+        by_turn: collapse(turn_groups),
+        by_side: collapse(by_side),
+        by_scenario: collapse(by_scenario),
+        by_scenario_turn: cells.iter().map(|((s, t), v, _)| (format!("{s}-{t}"), *v)).collect(),
+        by_category: by_category(&counted),
         groups: groups.iter().map(|(k, v)| (k.clone(), round4(*v))).collect(),
     }
 }
 
-/// Pooled per category: Σ weight of rubrics graded correct / Σ |weight|, a
-/// penalty rubric being correct when not triggered. Scored rows only.
+/// Pooled per category: Σ |weight| of rubrics graded correct / Σ |weight|,
+/// a penalty rubric being correct when not triggered. Every counted row's
+/// rubrics enter, a gate failure's as FAIL (as the reference counts them).
 fn by_category(rows: &[&TaskResult]) -> BTreeMap<String, f64> {
     let mut acc: BTreeMap<String, (i64, i64)> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.status == Status::Scored) {
+    for r in rows {
+        let gate_failed = r.status == Status::GateFailed;
         for rubric in &r.rubrics {
             let w = i64::from(rubric.weight.abs());
             let e = acc.entry(rubric.category.clone()).or_default();
             e.1 += w;
-            let passed = rubric.verdict == Some(Verdict::Pass);
+            let passed = !gate_failed && rubric.verdict == Some(Verdict::Pass);
             if (rubric.weight > 0 && passed) || (rubric.weight < 0 && !passed) {
                 e.0 += w;
             }
@@ -166,6 +221,7 @@ fn by_category(rows: &[&TaskResult]) -> BTreeMap<String, f64> {
     acc.into_iter().filter(|(_, (_, t))| *t > 0).map(|(c, (e, t))| (c, round4(e as f64 / t as f64))).collect()
 }
 
+/// Counts of each status.
 pub fn counts(rows: &[TaskResult], missing_outputs: usize) -> Counts {
     let n = |s: Status| rows.iter().filter(|r| r.status == s).count();
     Counts {
@@ -178,18 +234,60 @@ pub fn counts(rows: &[TaskResult], missing_outputs: usize) -> Counts {
     }
 }
 
-/// Best-of-k: each task's best trial (ties: the first trial in name order).
+/// Trials in the reference's order: numerically when both are numbers.
+fn trial_order(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(x), Ok(y)) => x.cmp(&y),
+        _ => a.cmp(b),
+    }
+}
+
+/// Best-of-k: each task's best trial by published reward, ties to the
+/// lowest trial, in the order tasks first appear.
 pub fn best_of_trials(rows: &[TaskResult]) -> Vec<TaskResult> {
-    let mut best: BTreeMap<&str, &TaskResult> = BTreeMap::new();
-    let mut sorted: Vec<&TaskResult> = rows.iter().filter(|r| r.counts()).collect();
-    sorted.sort_by(|a, b| (&a.task, &a.trial).cmp(&(&b.task, &b.trial)));
-    for r in sorted {
-        let e = best.entry(&r.task).or_insert(r);
-        if r.reward.unwrap_or(0.0) > e.reward.unwrap_or(0.0) {
-            *e = r;
+    let mut best: Ordered<String, Option<&TaskResult>> = Ordered::new();
+    for r in rows.iter().filter(|r| r.counts()) {
+        let slot = best.entry(&r.task);
+        let better = match slot {
+            None => true,
+            Some(b) => {
+                let (x, y) = (published_reward(r), published_reward(b));
+                x > y || (x == y && trial_order(&r.trial, &b.trial).is_lt())
+            }
+        };
+        if better {
+            *slot = Some(r);
         }
     }
-    best.into_values().cloned().collect()
+    best.values.into_iter().flatten().cloned().collect()
+}
+
+/// The reference's CI seed for a model name: the sum of its UTF-8 bytes
+/// modulo 2³² (`metrics_summary._model_seed`).
+pub fn model_seed(model: &str) -> u64 {
+    model.bytes().map(u64::from).sum::<u64>() % (1 << 32)
+}
+
+/// The reference's 95% CI of the headline: the cells (in order of first
+/// appearance) resampled with `random.Random(seed).randrange`, each
+/// replicate their left-to-right sum over k (CPython 3.11's `sum`), the
+/// sorted replicates at ⌊0.025·n⌋ and ⌊0.975·n⌋, rounded.
+pub fn reference_ci(rows: &[TaskResult], boot: Bootstrap) -> [f64; 2] {
+    let values: Vec<f64> = cells(rows).into_iter().map(|(_, v, _)| v).collect();
+    match values.as_slice() {
+        [] => return [0.0, 0.0],
+        [only] => return [round4(*only), round4(*only)],
+        _ => {}
+    }
+    let n = boot.resamples.max(1);
+    let k = values.len();
+    let mut rng = PyRandom::from_u64(boot.seed);
+    let mut means: Vec<f64> = (0..n)
+        .map(|_| (0..k).map(|_| values[rng.randrange(k as i64).unwrap_or(0) as usize]).fold(0.0, |sum, v| sum + v) / k as f64)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means[((q * n as f64) as usize).min(n - 1)];
+    [round4(at(0.025)), round4(at(0.975))]
 }
 
 /// SplitMix64: small, fast, and the same sequence on every platform.
@@ -212,9 +310,10 @@ impl Rng {
     }
 }
 
-/// Percentile bootstrap 95% CI of `turn_weighted`, resampling input groups
-/// with replacement; bit-for-bit reproducible for a seed. Reference-style
-/// percentiles: sorted[⌊0.025·n⌋] and sorted[⌊0.975·n⌋].
+/// redjury's own 95% CI of `turn_weighted`: a percentile bootstrap that
+/// resamples input groups with replacement (the unit the benchmark's tasks
+/// come in), bit-for-bit reproducible for a seed. `sorted[⌊0.025·n⌋]` and
+/// `sorted[⌊0.975·n⌋]`.
 pub fn bootstrap_ci(rows: &[TaskResult], boot: Bootstrap) -> Option<[f64; 2]> {
     let groups = group_cells(rows);
     if groups.len() < 2 || boot.resamples == 0 {
@@ -300,7 +399,7 @@ fn resample(groups: &[((String, u32), Vec<f64>)], boot: Bootstrap, stat: impl Fn
 fn exact_group_means(rows: &[TaskResult]) -> BTreeMap<&str, f64> {
     let mut by_group: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.counts()) {
-        by_group.entry(&r.group).or_default().push(r.reward.unwrap_or(0.0));
+        by_group.entry(&r.group).or_default().push(published_reward(r));
     }
     by_group.into_iter().filter_map(|(g, v)| Some((g, mean(&v)?))).collect()
 }

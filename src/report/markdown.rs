@@ -71,12 +71,21 @@ pub fn summary(s: &Summary) -> String {
 }
 
 fn figures(out: &mut String, s: &Summary) {
-    let ci = s.ci95.map(|[a, b]| format!("[{a:.4}, {b:.4}]")).unwrap_or_else(|| "—".into());
-    let boot = s.bootstrap.map(|b| format!(" (seed {}, {} resamples over input groups)", b.seed, b.resamples)).unwrap_or_default();
+    let interval = |ci: Option<[f64; 2]>| ci.map(|[a, b]| format!("[{a:.4}, {b:.4}]")).unwrap_or_else(|| "—".into());
+    let reference = match &s.ci95_reference {
+        Some(r) => match &r.model {
+            Some(m) => format!(" (reference method: cells resampled, {} draws, seed of model \"{m}\" = {})", r.resamples, r.seed),
+            None => format!(" (reference method: cells resampled, {} draws, seed {}; pass --model for the reference's seed)", r.resamples, r.seed),
+        },
+        None => String::new(),
+    };
+    let groups = s.bootstrap.map(|b| format!(" (input groups resampled, seed {}, {} draws)", b.seed, b.resamples)).unwrap_or_default();
     let _ = write!(
         out,
-        "\n| figure | value |\n|---|---|\n| turn-weighted (headline) | {} |\n| 95% CI{boot} | {ci} |\n| overall (mean over input groups) | {} |\n| mean per task | {} |\n",
+        "\n| figure | value |\n|---|---|\n| turn-weighted (headline) | {} |\n| 95% CI{reference} | {} |\n| 95% CI{groups} | {} |\n| overall (mean over input groups) | {} |\n| mean per task | {} |\n",
         fmt(s.figures.turn_weighted),
+        interval(s.ci95),
+        interval(s.ci95_groups),
         fmt(s.figures.overall),
         fmt(s.figures.mean_per_task),
     );

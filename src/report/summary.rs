@@ -174,6 +174,16 @@ impl Problems {
     }
 }
 
+/// How the headline's reference CI was drawn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceCi {
+    /// The evaluated model's name (`--model`), whose bytes seed the draws
+    /// as the reference seeds them; `None` = `seed` was given directly.
+    pub model: Option<String>,
+    pub seed: u64,
+    pub resamples: usize,
+}
+
 /// summary.json.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -183,7 +193,14 @@ pub struct Summary {
     pub counts: Counts,
     #[serde(flatten)]
     pub figures: Figures,
+    /// The reference's 95% CI of the headline: the (scenario, turn) cells
+    /// resampled (see `reference_ci`).
     pub ci95: Option<[f64; 2]>,
+    #[serde(default)]
+    pub ci95_reference: Option<ReferenceCi>,
+    /// redjury's 95% CI over input groups (settings in `bootstrap`).
+    #[serde(default)]
+    pub ci95_groups: Option<[f64; 2]>,
     pub bootstrap: Option<Bootstrap>,
     pub best_at_k: BestAtK,
     pub judges: BTreeMap<String, JudgeSummary>,
@@ -205,7 +222,12 @@ impl Summary {
     /// the caller). `model` names the evaluated model (it seeds the
     /// reference's CI).
     pub fn build(rows: &[TaskResult], missing: Vec<String>, unmatched: Vec<String>, boot: Bootstrap, model: Option<&str>) -> Summary {
-        let _ = model;
+        let reference = ReferenceCi {
+            model: model.map(str::to_string),
+            seed: model.map(aggregate::model_seed).unwrap_or(boot.seed),
+            resamples: boot.resamples,
+        };
+        let counted = rows.iter().any(|r| r.counts());
         let figures = aggregate::figures(rows);
         let best = aggregate::best_of_trials(rows);
         let mut trials: BTreeMap<&str, usize> = BTreeMap::new();
@@ -218,7 +240,9 @@ impl Summary {
             version: 1,
             dry_run: false,
             counts: aggregate::counts(rows, missing.len()),
-            ci95: aggregate::bootstrap_ci(rows, boot),
+            ci95: counted.then(|| aggregate::reference_ci(rows, Bootstrap { seed: reference.seed, resamples: reference.resamples })),
+            ci95_reference: Some(reference),
+            ci95_groups: aggregate::bootstrap_ci(rows, boot),
             bootstrap: Some(boot),
             best_at_k: BestAtK {
                 k: trials.values().copied().max().unwrap_or(0),
