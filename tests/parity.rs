@@ -32,7 +32,8 @@ fn check(run: &str) {
             r
         })
         .collect();
-    let expected: Value = serde_json::from_str(&std::fs::read_to_string(dir().join(format!("expected/{run}.json"))).expect("expected")).expect("json");
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir().join(format!("expected/{run}.json"))).expect("expected")).expect("json");
     let board = &expected["leaderboard"];
     let model = expected["model"].as_str().expect("model");
     let s = Summary::build(&rows, vec![], vec![], Bootstrap { seed: 0, resamples: 5000 }, Some(model));

@@ -129,11 +129,7 @@ fn group_means(counted: &[&TaskResult]) -> Ordered<String, f64> {
     for r in counted {
         rewards.entry(&r.group).push(published_reward(r));
     }
-    Ordered {
-        values: rewards.values.iter().map(|v| mean(v).unwrap_or(0.0)).collect(),
-        keys: rewards.keys,
-        index: rewards.index,
-    }
+    Ordered { values: rewards.values.iter().map(|v| mean(v).unwrap_or(0.0)).collect(), keys: rewards.keys, index: rewards.index }
 }
 
 /// The (scenario, turn) cells in order of first appearance: each cell's

@@ -13,7 +13,6 @@
 //! Owns: those three. Must never panic on any input. Test vectors come from
 //! CPython itself (`tests/parity/python_vectors.py`).
 
-
 use std::cmp::Ordering;
 
 // ===================================================================
@@ -301,11 +300,7 @@ fn decompose(x: f64) -> (u64, i64) {
     let bits = x.to_bits();
     let ef = ((bits >> 52) & 0x7ff) as i64;
     let frac = bits & ((1u64 << 52) - 1);
-    if ef == 0 {
-        (frac, -1074)
-    } else {
-        (frac | (1u64 << 52), ef - 1075)
-    }
+    if ef == 0 { (frac, -1074) } else { (frac | (1u64 << 52), ef - 1075) }
 }
 
 /// m * 2^ulp where m <= 2^53 and the value is representable or overflows.
@@ -591,9 +586,7 @@ impl PyRandom {
         let mut k = MT_N.max(klen);
         while k > 0 {
             let p = self.mt[i - 1];
-            self.mt[i] = (self.mt[i] ^ (p ^ (p >> 30)).wrapping_mul(1664525))
-                .wrapping_add(key[j])
-                .wrapping_add(j as u32);
+            self.mt[i] = (self.mt[i] ^ (p ^ (p >> 30)).wrapping_mul(1664525)).wrapping_add(key[j]).wrapping_add(j as u32);
             i += 1;
             j += 1;
             if i >= MT_N {

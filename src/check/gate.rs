@@ -38,35 +38,6 @@ pub fn same_author(a: &str, b: &str) -> bool {
     normalise_ws(a) == normalise_ws(b)
 }
 
-/// What identifies a tracked change or comment across two versions of a
-/// document (ids are renumbered by every save): kind, author, date, text.
-fn signatures(doc: &Document) -> Vec<(String, Option<String>)> {
-    let mut text: Vec<String> = vec![String::new(); doc.revisions.len()];
-    let mut visit = |p: &crate::docx::Paragraph| {
-        for inline in &p.inlines {
-            if let crate::docx::Inline::Text(span) = inline {
-                for rev in [span.inserted, span.deleted, span.format].into_iter().flatten() {
-                    if let Some(t) = text.get_mut(rev) {
-                        t.push_str(&span.text);
-                    }
-                }
-            }
-        }
-    };
-    crate::docx::visit_paragraphs(&doc.body, &mut visit);
-    for story in &doc.stories {
-        crate::docx::visit_paragraphs(&story.blocks, &mut visit);
-    }
-    let mut out: Vec<(String, Option<String>)> = doc
-        .revisions
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (format!("rev\u{1f}{:?}\u{1f}{}\u{1f}{}", r.kind, r.date.as_deref().unwrap_or(""), text[i]), r.author.clone()))
-        .collect();
-    out.extend(doc.comments.iter().map(|c| (format!("cmt\u{1f}{}\u{1f}{}", c.date.as_deref().unwrap_or(""), c.text), c.author.clone())));
-    out
-}
-
 /// Applies the gate to a load result.
 pub fn check(loaded: &Result<Document, DocxError>, author: &str) -> GateResult {
     check_against(loaded, author, None)
@@ -84,28 +55,16 @@ pub fn check_against(loaded: &Result<Document, DocxError>, author: &str, input: 
     };
     let want = normalise_ws(author);
     let mine = |a: &Option<String>| a.as_deref().is_some_and(|a| normalise_ws(a) == want);
-    // Signatures present in the input, as a multiset to consume.
-    let mut inherited: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    if let Some(input) = input {
-        for (sig, a) in signatures(input) {
-            if mine(&a) {
-                *inherited.entry(sig).or_default() += 1;
-            }
-        }
-    }
+    let old = match input {
+        Some(input) => crate::docx::carried_over(doc, input),
+        None => crate::docx::CarriedOver::none(doc),
+    };
     let (mut revisions, mut comments, mut carried) = (0, 0, 0);
-    for (sig, a) in signatures(doc) {
-        if !mine(&a) {
-            continue;
-        }
-        match inherited.get_mut(&sig) {
-            Some(n) if *n > 0 => {
-                *n -= 1;
-                carried += 1;
-            }
-            _ if sig.starts_with("cmt") => comments += 1,
-            _ => revisions += 1,
-        }
+    for (i, _) in doc.revisions.iter().enumerate().filter(|(_, r)| mine(&r.author)) {
+        if old.revision(i) { carried += 1 } else { revisions += 1 }
+    }
+    for (i, _) in doc.comments.iter().enumerate().filter(|(_, c)| mine(&c.author)) {
+        if old.comment(i) { carried += 1 } else { comments += 1 }
     }
     let carried_note = if carried > 0 { format!(" ({carried} more carried over from the input)") } else { String::new() };
     if revisions + comments > 0 {

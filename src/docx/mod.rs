@@ -5,6 +5,7 @@
 //! input, never expand a DTD entity, and never allocate by a size the file
 //! declares instead of the bytes actually read.
 
+mod carried;
 mod comments;
 pub mod model;
 mod numbering;
@@ -17,6 +18,7 @@ mod xml;
 use std::collections::HashSet;
 use std::path::Path;
 
+pub use carried::{CarriedOver, carried_over};
 pub use model::*;
 pub use package::Limits;
 

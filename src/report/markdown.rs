@@ -75,7 +75,10 @@ fn figures(out: &mut String, s: &Summary) {
     let reference = match &s.ci95_reference {
         Some(r) => match &r.model {
             Some(m) => format!(" (reference method: cells resampled, {} draws, seed of model \"{m}\" = {})", r.resamples, r.seed),
-            None => format!(" (reference method: cells resampled, {} draws, seed {}; pass --model for the reference's seed)", r.resamples, r.seed),
+            None => format!(
+                " (reference method: cells resampled, {} draws, seed {}; pass --model for the reference's seed)",
+                r.resamples, r.seed
+            ),
         },
         None => String::new(),
     };
