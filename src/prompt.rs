@@ -15,16 +15,20 @@ use sha2::{Digest, Sha256};
 use crate::hash::hex;
 
 use crate::task::{Side, Task};
+use crate::view::JudgeView;
 
 const DEFAULT_SYSTEM: &str = include_str!("../prompts/system.md");
 const DEFAULT_USER: &str = include_str!("../prompts/user.md");
 
-/// The system and user templates.
+/// The system and user templates, and the view the judges read.
 #[derive(Debug, Clone)]
 pub struct Templates {
     system: String,
     user: String,
-    /// First 16 hex digits of SHA-256 over both templates.
+    /// Which view fills `{{document}}`.
+    pub view: JudgeView,
+    /// First 16 hex digits of SHA-256 over both templates (and the view,
+    /// when it is not the default).
     pub version: String,
 }
 
@@ -34,12 +38,14 @@ pub enum PromptError {
     Io { path: String, source: std::io::Error },
     #[error("prompt template {path} must contain {field} exactly once")]
     Field { path: String, field: &'static str },
+    #[error("{path} names the view {found:?}; write \"annotated\" or \"reference\"")]
+    View { path: String, found: String },
 }
 
 impl Templates {
     /// The templates compiled into the binary (the repository's prompts/).
     pub fn builtin() -> Templates {
-        Templates::new(DEFAULT_SYSTEM.to_string(), DEFAULT_USER.to_string())
+        Templates::new(DEFAULT_SYSTEM.to_string(), DEFAULT_USER.to_string(), JudgeView::Annotated)
     }
 
     /// Templates from a folder holding `system.md` and `user.md`.
@@ -55,16 +61,30 @@ impl Templates {
                 return Err(PromptError::Field { path, field });
             }
         }
-        Ok(Templates::new(read("system.md")?, user))
+        let view_path = dir.join("view.txt");
+        let view = match std::fs::read_to_string(&view_path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => JudgeView::Annotated,
+            Err(source) => return Err(PromptError::Io { path: view_path.display().to_string(), source }),
+            Ok(text) => match text.trim() {
+                "annotated" => JudgeView::Annotated,
+                "reference" => JudgeView::Reference,
+                other => return Err(PromptError::View { path: view_path.display().to_string(), found: other.to_string() }),
+            },
+        };
+        Ok(Templates::new(read("system.md")?, user, view))
     }
 
-    fn new(system: String, user: String) -> Templates {
+    fn new(system: String, user: String, view: JudgeView) -> Templates {
         let mut h = Sha256::new();
         h.update(system.as_bytes());
         h.update([0]);
         h.update(user.as_bytes());
+        if view != JudgeView::Annotated {
+            h.update([0]);
+            h.update(b"view=reference");
+        }
         let version = hex(&h.finalize())[..16].to_string();
-        Templates { system, user, version }
+        Templates { system, user, view, version }
     }
 
     /// Builds the prompt for one task and one annotated document, over the
@@ -210,6 +230,16 @@ mod tests {
         assert_ne!(a.hash, b.hash);
         assert_eq!(t.version, Templates::builtin().version);
         assert_eq!(t.version.len(), 16);
+    }
+
+    #[test]
+    fn the_reference_set_names_its_view_and_versions_apart() {
+        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/reference"));
+        let reference = Templates::from_dir(dir).expect("loads");
+        assert_eq!(reference.view, JudgeView::Reference);
+        assert_ne!(reference.version, Templates::builtin().version);
+        let default = Templates::from_dir(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts"))).expect("loads");
+        assert_eq!((default.view, default.version), (JudgeView::Annotated, Templates::builtin().version));
     }
 
     #[test]

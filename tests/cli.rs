@@ -206,3 +206,41 @@ async fn two_processes_sharing_a_cache_send_each_call_once() {
     assert_eq!(results(&dir.join("a")), results(&dir.join("b")));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_prompt_set_judges_the_reference_view() {
+    let judges = Judges::start("gold").await;
+    let dir = temp_dir("reference-prompts");
+    let panel = judges.panel(&dir, "gemini-test");
+    let mut a = score_args("gold/redlines", &panel, &dir.join("run"), &dir.join("cache.sqlite"));
+    a.extend(args(&["--prompts", "prompts/reference"]));
+    let (code, out, err) = redjury(a, true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let body = judges.openai.requests()[0].body.replace("\\n", "\n");
+    assert!(body.contains("You are an experienced commercial-contracts lawyer"), "the reference set's system prompt");
+    assert!(body.contains("[p-0") && !body.contains("{@"), "no author tags in the reference view");
+    let view = std::fs::read_to_string(dir.join("run/views/redline-s1-t2-g01a.md")).expect("view");
+    assert!(view.starts_with("# redline-s1-t2-g01a\n") && !view.contains("Revision summary"), "{view}");
+    assert!(summary(&dir.join("run"))["turn_weighted"].as_f64().unwrap_or(0.0) >= 0.9);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_document_under_two_layouts_is_one_prompt() {
+    let judges = Judges::start("gold").await;
+    let dir = temp_dir("layouts-one-prompt");
+    let panel = judges.panel(&dir, "gemini-test");
+    let (flat, nested) = (dir.join("flat"), dir.join("nested"));
+    std::fs::create_dir_all(nested.join("redline-s1-t2-g01a")).expect("mkdir");
+    std::fs::create_dir_all(&flat).expect("mkdir");
+    let doc = root().join("gold/redlines/redline-s1-t2-g01a.docx");
+    std::fs::copy(&doc, flat.join("redline-s1-t2-g01a.docx")).expect("copy");
+    std::fs::copy(&doc, nested.join("redline-s1-t2-g01a/contract.docx")).expect("copy");
+    let cache = dir.join("cache.sqlite");
+    let (code, _, err) = redjury(score_args(&p(&flat), &panel, &dir.join("a"), &cache), true).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = redjury(score_args(&p(&nested), &panel, &dir.join("b"), &cache), true).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(judges.counts(), [1, 1, 1], "the second layout reuses every answer");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -287,8 +287,11 @@ fn an_inserted_numbered_paragraph_shifts_labels_in_the_accepted_state_only() {
     let d = numbered([np(1, 0, &run("Fees")), np(1, 1, &run("One")), inserted, np(1, 1, &run("Two"))].concat());
     assert_eq!(accepted(&d), ["1. Fees", "1.1 One", "1.2 New clause", "1.3 Two"]);
     assert_eq!(rejected(&d), ["1. Fees", "1.1 One", "1.2 Two"]);
+    // A rubric citing "Section 1.2" means the clause "Two", as the model
+    // received the contract: the view leads with that number.
     let v = view(&d);
-    assert!(v.contains("1.3 (was 1.2) Two"), "{v}");
+    assert!(v.contains("[p-003] 1.2 (now 1.3) Two"), "{v}");
+    assert!(v.contains("[p-002] (new 1.2) ++New clause++{@A}"), "{v}");
 }
 
 #[test]
@@ -372,7 +375,7 @@ fn view_version_is_bumped_when_the_view_changes() {
     let digest = redjury::hash::sha256_hex(&view(&d));
     assert_eq!(
         (annotated::VIEW_VERSION, digest.as_str()),
-        (3, "4545939797fc0dcca7c466b9c4bc9f4c9bca55503d50a0dc67ffebf11c39d624"),
+        (4, "4545939797fc0dcca7c466b9c4bc9f4c9bca55503d50a0dc67ffebf11c39d624"),
         "{}",
         view(&d)
     );
@@ -493,4 +496,41 @@ fn numbered_lists_in_other_scripts() {
     let body = [np(1, 0, &run("総則")), np(1, 0, &run("定義")), np(2, 0, &run("one")), np(2, 0, &run("two"))].concat();
     let d = Docx { body, numbering: Some(numbering.into()), ..Default::default() };
     assert_eq!(accepted(&d), ["第１条 総則", "第２条 定義", "① one", "② two"]);
+}
+
+#[test]
+fn changes_carried_over_from_the_input_are_marked_as_an_earlier_round() {
+    // Turn 1: Vendor's change and comment. Turn 3: the same file plus a
+    // new change and a reply by Vendor.
+    let anchored = format!(
+        r#"<w:p>{}<w:commentRangeStart w:id="0"/>{}{}<w:commentRangeEnd w:id="0"/><w:r><w:commentReference w:id="0"/></w:r></w:p>"#,
+        run("Cap: "),
+        del(1, "Vendor Counsel", "100%"),
+        ins(2, "Vendor Counsel", "200%")
+    );
+    let round1 = anchored.clone();
+    let round3 = format!("{anchored}<w:p>{}</w:p>", ins(3, "Vendor Counsel", "Fees are fixed."));
+    let comment = r#"<w:comment w:id="0" w:author="Vendor Counsel" w:date="2025-01-01T00:00:00Z"><w:p><w:r><w:t>Our cap.</w:t></w:r></w:p></w:comment>"#;
+    let input = Docx { body: round1, comments: Some(comment.into()), ..Default::default() }.load();
+    let output = Docx { body: round3, comments: Some(comment.into()), ..Default::default() }.load();
+    let v = annotated::render_against(&output, "t", Some(&input));
+    assert!(v.contains("~~100%~~++200%++{@Vendor Counsel, earlier round}"), "{v}");
+    assert!(v.contains("++Fees are fixed.++{@Vendor Counsel}"), "{v}");
+    assert!(v.contains("{cmt-0} @Vendor Counsel, earlier round, 2025-01-01, on \"~~100%~~++200%++\": Our cap."), "{v}");
+    assert!(v.contains("| Vendor Counsel | 1 | 0 |"), "this round: one insertion: {v}");
+    assert!(v.contains("| Vendor Counsel (earlier rounds) | 1 | 1 |"), "earlier rounds: {v}");
+    // Without the input, nothing is marked.
+    assert!(!annotated::render(&output, "t").contains("earlier round"));
+}
+
+#[test]
+fn the_comment_appendix_shows_the_anchor_with_its_markup() {
+    let body = format!(
+        r#"<w:p><w:commentRangeStart w:id="4"/>{}{}<w:commentRangeEnd w:id="4"/><w:r><w:commentReference w:id="4"/></w:r></w:p>"#,
+        del(1, "B", "ninety (90) days"),
+        ins(2, "B", "sixty (60) days")
+    );
+    let comments = r#"<w:comment w:id="4" w:author="B"><w:p><w:r><w:t>Shorter.</w:t></w:r></w:p></w:comment>"#;
+    let v = view(&Docx { body, comments: Some(comments.into()), ..Default::default() });
+    assert!(v.contains(r#"on "~~ninety (90) days~~++sixty (60) days++": Shorter."#), "{v}");
 }

@@ -28,7 +28,7 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Render a .docx as the judges' annotated view, accepted/rejected text, or JSON.
+    /// Render a .docx as the judges' annotated view, the reference's view, accepted/rejected text, or JSON.
     Render {
         /// The .docx file.
         docx: PathBuf,
@@ -129,6 +129,8 @@ pub struct RunArgs {
 #[derive(Clone, Copy, ValueEnum)]
 pub enum View {
     Annotated,
+    /// RedlineBench's view: change markup and comments, no authors or labels.
+    Reference,
     Accepted,
     Rejected,
     Json,
@@ -138,6 +140,7 @@ impl From<View> for ViewKind {
     fn from(v: View) -> Self {
         match v {
             View::Annotated => ViewKind::Annotated,
+            View::Reference => ViewKind::Reference,
             View::Accepted => ViewKind::Accepted,
             View::Rejected => ViewKind::Rejected,
             View::Json => ViewKind::Json,

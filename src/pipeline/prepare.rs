@@ -17,7 +17,7 @@ use crate::prompt::{Prompt, Templates};
 use crate::score::{RubricKind, RubricResult, Status, TaskResult};
 use crate::task::Task;
 use crate::verdict::Verdict;
-use crate::view;
+use crate::view::{self, JudgeView};
 
 /// Where an output's bytes come from.
 pub enum OutputSource {
@@ -76,11 +76,16 @@ pub fn skeleton(task: &Task, trial: &str, gate: GateResult) -> TaskResult {
 /// Key of a rendered output in the cache: the file's bytes, the author the
 /// gate checks, the input it compares with, the view's title and the view
 /// format version.
-fn render_key(bytes: &[u8], task: &Task) -> String {
+fn render_key(bytes: &[u8], task: &Task, style: JudgeView) -> String {
     let version = view::annotated::VIEW_VERSION.to_le_bytes();
     let sha = crate::hash::sha256_hex_bytes(bytes);
-    let parts: [&[u8]; 6] = [
+    let style = match style {
+        JudgeView::Annotated => "",
+        JudgeView::Reference => "reference",
+    };
+    let parts: [&[u8]; 7] = [
         &version,
+        style.as_bytes(),
         env!("CARGO_PKG_VERSION").as_bytes(),
         sha.as_bytes(),
         task.author.as_bytes(),
@@ -134,7 +139,7 @@ fn prepare_unguarded(task: &Task, source: OutputSource, trial: &str, templates: 
         Ok(b) => b,
         Err(e) => return Prepared { row: skeleton(task, trial, GateResult::failed(e.to_string())), prompt: None, view: None },
     };
-    let key = render_key(&bytes, task);
+    let key = render_key(&bytes, task, templates.view);
     let has_checks = task.rubrics.iter().any(|r| r.is_check());
     let checks_key = has_checks.then(|| checks_key(&key, task));
     let cached_render = lookup(cache.get_render(&key)).and_then(|(g, v)| Some((serde_json::from_str::<GateResult>(&g).ok()?, v)));
@@ -147,7 +152,7 @@ fn prepare_unguarded(task: &Task, source: OutputSource, trial: &str, templates: 
         Some(hit) => hit,
         None => {
             let Some(loaded) = &model else { unreachable!("parsed when the render is not cached") };
-            let rendered = render(loaded, task);
+            let rendered = render(loaded, task, templates.view);
             store(cache.put_render(&key, &serde_json::to_string(&rendered.0).unwrap_or_default(), rendered.1.as_deref()));
             rendered
         }
@@ -176,9 +181,9 @@ fn prepare_unguarded(task: &Task, source: OutputSource, trial: &str, templates: 
 }
 
 /// The gate and the annotated view of a load result.
-fn render(loaded: &Result<Document, docx::DocxError>, task: &Task) -> (GateResult, Option<String>) {
+fn render(loaded: &Result<Document, docx::DocxError>, task: &Task, style: JudgeView) -> (GateResult, Option<String>) {
     let gate = gate::check_against(loaded, &task.author, task.input_doc.as_deref());
-    let text = loaded.as_ref().ok().map(|doc| view::annotated::render(doc, &task.name));
+    let text = loaded.as_ref().ok().map(|doc| style.render(doc, &task.name, task.input_doc.as_deref()));
     (gate, text)
 }
 

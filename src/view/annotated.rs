@@ -12,16 +12,24 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
-use crate::docx::{Block, Comment, Document, Inline, Paragraph, RevisionKind, Span, StoryKind, Table};
+use crate::docx::{Block, CarriedOver, Comment, Document, Inline, Paragraph, RevisionKind, Span, StoryKind, Table};
 
 /// The version of the annotated view's output. Bump it whenever the output
 /// for a given document changes: it keys the render cache, so a stale view
 /// is never reused. `tests/fixtures.rs` pins the output of one fixture to
 /// this number and fails until both are updated together.
-pub const VIEW_VERSION: u32 = 3;
+pub const VIEW_VERSION: u32 = 4;
 
 /// Renders the annotated view. `title` names the document in the heading.
 pub fn render(doc: &Document, title: &str) -> String {
+    render_against(doc, title, None)
+}
+
+/// Renders the annotated view of an output whose task gave it `input`:
+/// the changes and comments it carried over from the input (an earlier
+/// round's) are marked `earlier round`, and the revision summary counts
+/// them apart.
+pub fn render_against(doc: &Document, title: &str, input: Option<&Document>) -> String {
     let mut r = Renderer {
         doc,
         out: String::new(),
@@ -30,6 +38,11 @@ pub fn render(doc: &Document, title: &str) -> String {
         tables: 0,
         group: Vec::new(),
         comment_index: doc.comments.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect(),
+        carried: match input {
+            Some(input) => crate::docx::carried_over(doc, input),
+            None => CarriedOver::none(doc),
+        },
+        anchors: anchors_with_markup(doc),
     };
     r.out.push_str("# Annotated redline: ");
     r.out.push_str(&escape(title));
@@ -64,6 +77,10 @@ struct Renderer<'d> {
     group: Vec<RevisionKind>,
     /// Comment id → index in `doc.comments` (first definition wins).
     comment_index: HashMap<&'d str, usize>,
+    /// Which changes and comments came from an earlier round.
+    carried: CarriedOver,
+    /// Each comment's anchored text with its change markup.
+    anchors: HashMap<&'d str, String>,
 }
 
 /// Whether a paragraph's line starts with its list label.
@@ -127,9 +144,22 @@ impl<'d> Renderer<'d> {
         f(self.summary.entry(author).or_default());
     }
 
+    /// Who made a change, as a tag names them: "A", or "A, earlier round"
+    /// for a change the output carried over from its input.
+    fn who(&self, rev: usize) -> String {
+        let author = escape(&author_name(self.doc, rev));
+        if self.carried.revision(rev) { format!("{author}, earlier round") } else { author }
+    }
+
+    /// The revision summary row a change counts in.
+    fn bucket(&self, rev: usize) -> String {
+        let author = author_name(self.doc, rev);
+        if self.carried.revision(rev) { format!("{author} (earlier rounds)") } else { author }
+    }
+
     fn tag(&self, rev: usize) -> String {
         let Some(r) = self.doc.revisions.get(rev) else { return String::new() };
-        let author = escape(&author_name(self.doc, rev));
+        let author = self.who(rev);
         match (r.kind, r.move_pair) {
             (RevisionKind::MoveFrom, Some(n)) => format!("{{@{author} moved to m{n}}}"),
             (RevisionKind::MoveTo, Some(n)) => format!("{{@{author} moved from m{n}}}"),
@@ -144,7 +174,7 @@ impl<'d> Renderer<'d> {
         for &rev in revs {
             let mut out = String::new();
             let Some(r) = self.doc.revisions.get(rev) else { continue };
-            let author = escape(&author_name(self.doc, rev));
+            let author = self.who(rev);
             let subject = r.kind.property_subject();
             let changed = r.changed.join(", ");
             if changed.is_empty() {
@@ -152,7 +182,7 @@ impl<'d> Renderer<'d> {
             } else {
                 let _ = write!(out, "{{@{author} changed {subject}: {}}}", escape(&changed));
             }
-            self.count(author_name(self.doc, rev), |c| if r.kind.is_property() { c.properties += 1 } else { c.formatting += 1 });
+            self.count(self.bucket(rev), |c| if r.kind.is_property() { c.properties += 1 } else { c.formatting += 1 });
             tags.push(out);
         }
         tags.join(" ")
@@ -223,11 +253,11 @@ impl<'d> Renderer<'d> {
             let mut line = format!("[t{n}.r{}] ", ri + 1);
             if let Some(rev) = row.inserted {
                 let _ = write!(line, "++row++{} ", self.tag(rev));
-                self.count(author_name(self.doc, rev), |c| c.rows += 1);
+                self.count(self.bucket(rev), |c| c.rows += 1);
             }
             if let Some(rev) = row.deleted {
                 let _ = write!(line, "~~row~~{} ", self.tag(rev));
-                self.count(author_name(self.doc, rev), |c| c.rows += 1);
+                self.count(self.bucket(rev), |c| c.rows += 1);
             }
             if !row.format_changes.is_empty() {
                 line.push_str(&self.property_tags(&row.format_changes));
@@ -300,16 +330,22 @@ impl<'d> Renderer<'d> {
     /// One paragraph's content with its label, markup and trailing notes.
     fn paragraph(&mut self, p: &'d Paragraph, label: Label, mark: Mark) -> String {
         let mut line = String::new();
+        // The number the clause had before the changes leads (rubrics are
+        // written against the contract as the model received it); the
+        // number the changes give it follows.
         if label == Label::Shown || p.label.accepted.is_some() || p.label.rejected.is_some() {
-            match (&p.label.accepted, &p.label.rejected) {
-                (Some(a), Some(r)) if a != r => {
-                    let _ = write!(line, "{} (was {}) ", escape(a), escape(r));
+            match (&p.label.rejected, &p.label.accepted) {
+                (Some(before), Some(after)) if before != after => {
+                    let _ = write!(line, "{} (now {}) ", escape(before), escape(after));
                 }
-                (Some(a), _) => {
-                    let _ = write!(line, "{} ", escape(a));
+                (Some(before), Some(_)) => {
+                    let _ = write!(line, "{} ", escape(before));
                 }
-                (None, Some(r)) => {
-                    let _ = write!(line, "(was {}) ", escape(r));
+                (Some(before), None) => {
+                    let _ = write!(line, "{} (deleted) ", escape(before));
+                }
+                (None, Some(after)) => {
+                    let _ = write!(line, "(new {}) ", escape(after));
                 }
                 (None, None) => {}
             }
@@ -353,11 +389,11 @@ impl<'d> Renderer<'d> {
         let show_mark = mark == Mark::Shown;
         if let (Some(rev), true) = (p.mark_inserted, show_mark) {
             let _ = write!(line, " ++¶++{}", self.tag(rev));
-            self.count(author_name(self.doc, rev), |c| c.paragraph_marks += 1);
+            self.count(self.bucket(rev), |c| c.paragraph_marks += 1);
         }
         if let (Some(rev), true) = (p.mark_deleted, show_mark) {
             let _ = write!(line, " ~~¶~~{}", self.tag(rev));
-            self.count(author_name(self.doc, rev), |c| c.paragraph_marks += 1);
+            self.count(self.bucket(rev), |c| c.paragraph_marks += 1);
         }
         if !p.format_changes.is_empty() {
             line.push(' ');
@@ -376,13 +412,13 @@ impl<'d> Renderer<'d> {
                 line.push_str(&text);
                 if let Some(rev) = span.format {
                     let changed = self.doc.revisions.get(rev).map(|r| r.changed.join(", ")).unwrap_or_default();
-                    let author = escape(&author_name(self.doc, rev));
+                    let author = self.who(rev);
                     if changed.is_empty() {
                         let _ = write!(line, "{{@{author} changed formatting}}");
                     } else {
                         let _ = write!(line, "{{@{author} changed formatting: {}}}", escape(&changed));
                     }
-                    self.count(author_name(self.doc, rev), |c| c.formatting += 1);
+                    self.count(self.bucket(rev), |c| c.formatting += 1);
                 }
             }
             (Some(ins), Some(del)) => {
@@ -406,7 +442,8 @@ impl<'d> Renderer<'d> {
                     let n_rev = n.inserted.xor(n.deleted);
                     let Some(n_rev) = n_rev else { return false };
                     let n_kind = self.doc.revisions.get(n_rev).map(|r| r.kind);
-                    let same_author = self.doc.revisions.get(n_rev).map(|r| r.author.clone()) == Some(author.clone());
+                    let same_author = self.doc.revisions.get(n_rev).map(|r| r.author.clone()) == Some(author.clone())
+                        && self.carried.revision(n_rev) == self.carried.revision(rev);
                     let plain_kinds = matches!(kind, Some(RevisionKind::Insertion | RevisionKind::Deletion))
                         && matches!(n_kind, Some(RevisionKind::Insertion | RevisionKind::Deletion));
                     same_author && plain_kinds && (n_kind == kind || (!inserted && n.inserted.is_some()))
@@ -428,8 +465,7 @@ impl<'d> Renderer<'d> {
     }
 
     fn count_change(&mut self, rev: usize, kind: RevisionKind) {
-        let author = author_name(self.doc, rev);
-        self.count(author, |c| match kind {
+        self.count(self.bucket(rev), |c| match kind {
             RevisionKind::Insertion => c.insertions += 1,
             RevisionKind::Deletion => c.deletions += 1,
             // A move counts once, at its source.
@@ -516,9 +552,13 @@ impl<'d> Renderer<'d> {
         }
     }
 
-    fn comment_line(&mut self, c: &Comment, depth: usize) {
+    fn comment_line(&mut self, c: &'d Comment, depth: usize) {
         let author = c.author.clone().unwrap_or_else(|| "unknown author".into());
+        let earlier = self.comment_index.get(c.id.as_str()).is_some_and(|&i| self.carried.comment(i));
         let mut line = format!("{}{{cmt-{}}} @{}", "  ".repeat(depth), escape(&c.id), escape(&author));
+        if earlier {
+            line.push_str(", earlier round");
+        }
         if let Some(date) = &c.date {
             let _ = write!(line, ", {}", escape(date.get(..10).unwrap_or(date)));
         }
@@ -528,17 +568,18 @@ impl<'d> Renderer<'d> {
         if c.resolved {
             line.push_str(", resolved");
         }
-        if !c.anchored {
-            line.push_str(", not anchored in the document");
-        } else if !c.anchor.is_empty() {
-            let anchor: String = c.anchor.chars().take(240).collect();
-            let ellipsis = if c.anchor.chars().count() > 240 { "…" } else { "" };
-            let _ = write!(line, ", on \"{}{ellipsis}\"", escape(&anchor));
+        match self.anchors.get(c.id.as_str()) {
+            _ if !c.anchored => line.push_str(", not anchored in the document"),
+            Some(anchor) if !anchor.is_empty() => {
+                let _ = write!(line, ", on \"{anchor}\"");
+            }
+            _ => {}
         }
         let _ = write!(line, ": {}", escape(&c.text));
         self.out.push_str(&line);
         self.out.push('\n');
-        self.count(author, |k| if c.parent.is_some() { k.replies += 1 } else { k.comments += 1 });
+        let bucket = if earlier { format!("{author} (earlier rounds)") } else { author };
+        self.count(bucket, |k| if c.parent.is_some() { k.replies += 1 } else { k.comments += 1 });
     }
 
     fn summary(&mut self) {
@@ -568,6 +609,72 @@ impl<'d> Renderer<'d> {
             );
         }
     }
+}
+
+/// How much of a comment's anchored text the appendix shows.
+const ANCHOR_CHARS: usize = 240;
+
+/// Each comment's anchored text as markup (`~~deleted~~++inserted++`,
+/// escaped), at most [`ANCHOR_CHARS`] characters of text. The document's
+/// spans are laid out once and each comment keeps indices into them, so
+/// the cost grows with the file, not with overlapping ranges × text.
+fn anchors_with_markup<'d>(doc: &'d Document) -> HashMap<&'d str, String> {
+    // (text, inserted, deleted); a paragraph end is a "\n" span.
+    let mut spans: Vec<(&'d str, bool, bool)> = Vec::new();
+    let mut start: HashMap<&'d str, usize> = HashMap::new();
+    let mut end: HashMap<&'d str, usize> = HashMap::new();
+    let mut visit = |p: &'d Paragraph| {
+        for inline in &p.inlines {
+            match inline {
+                Inline::Text(s) => spans.push((s.text.as_str(), s.inserted.is_some(), s.deleted.is_some())),
+                Inline::CommentStart { id } => {
+                    start.entry(id.as_str()).or_insert(spans.len());
+                }
+                Inline::CommentEnd { id } if start.contains_key(id.as_str()) => {
+                    end.entry(id.as_str()).or_insert(spans.len());
+                }
+                _ => {}
+            }
+        }
+        spans.push(("\n", false, false));
+    };
+    crate::docx::visit_paragraphs(&doc.body, &mut visit);
+    for story in &doc.stories {
+        crate::docx::visit_paragraphs(&story.blocks, &mut visit);
+    }
+    let mut out = HashMap::new();
+    for (id, &from) in &start {
+        let to = end.get(id).copied().unwrap_or(spans.len());
+        out.insert(*id, markup(&spans[from..to.max(from)]));
+    }
+    out
+}
+
+/// Spans as markup, cut after [`ANCHOR_CHARS`] characters of text (with an
+/// ellipsis), never inside a change's markers.
+fn markup(spans: &[(&str, bool, bool)]) -> String {
+    let mut out = String::new();
+    let mut left = ANCHOR_CHARS;
+    for &(text, inserted, deleted) in spans {
+        if left == 0 {
+            out.push('…');
+            break;
+        }
+        let piece: String = text.chars().take(left).collect();
+        left -= piece.chars().count();
+        let piece = escape(&piece);
+        match (inserted, deleted) {
+            (_, true) => {
+                let _ = write!(out, "~~{piece}~~");
+            }
+            (true, false) => {
+                let _ = write!(out, "++{piece}++");
+            }
+            (false, false) => out.push_str(&piece),
+        }
+    }
+    let trimmed = out.trim_matches(|c: char| c.is_whitespace() || c == '↵').trim();
+    trimmed.to_string()
 }
 
 #[cfg(test)]

@@ -6,15 +6,38 @@
 
 pub mod annotated;
 pub mod plain;
+pub mod reference;
 
 use serde::Serialize;
 
 use crate::docx::{Document, State};
 
+/// Which view the judges read: redjury's annotated view, or the
+/// reference's plainer one (chosen by the prompt set's `view.txt`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JudgeView {
+    #[default]
+    Annotated,
+    Reference,
+}
+
+impl JudgeView {
+    /// The judges' view of `doc` (an output of a task whose input is `input`).
+    pub fn render(self, doc: &Document, title: &str, input: Option<&Document>) -> String {
+        match self {
+            JudgeView::Annotated => annotated::render_against(doc, title, input),
+            JudgeView::Reference => reference::render(doc, title),
+        }
+    }
+}
+
 /// The views `redjury render` offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ViewKind {
     Annotated,
+    /// The reference's view (no authors, labels or redjury extensions).
+    Reference,
     Accepted,
     Rejected,
     Json,
@@ -33,6 +56,7 @@ struct JsonView<'d> {
 pub fn render(doc: &Document, kind: ViewKind, title: &str) -> String {
     match kind {
         ViewKind::Annotated => annotated::render(doc, title),
+        ViewKind::Reference => reference::render(doc, title),
         ViewKind::Accepted => plain::render(doc, State::Accepted),
         ViewKind::Rejected => plain::render(doc, State::Rejected),
         ViewKind::Json => {
