@@ -4,8 +4,9 @@
 
 fn main() {
     println!("cargo:rerun-if-env-changed=REDJURY_CORPUS");
-    let dir =
-        std::env::var_os("REDJURY_CORPUS").map(std::path::PathBuf::from).unwrap_or_else(|| std::path::PathBuf::from("../shared/corpus"));
+    let dir = std::env::var_os("REDJURY_CORPUS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("../shared/corpus"));
     // A missing path makes cargo run this again on every build, so the
     // note shows until the corpus is there.
     println!("cargo:rerun-if-changed={}", dir.join("README.md").display());

@@ -4,6 +4,7 @@
 //! memory (VmHWM), so that one case's memory is not charged to the next.
 //!
 //! Run: `cargo bench --bench hostile`. Figures go in docs/benchmarks.md.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -31,9 +32,12 @@ fn many_comments(n: usize) -> Vec<u8> {
 /// `ranges` comment ranges all opened at the start and closed at the end
 /// of `paragraphs` paragraphs of text.
 fn overlapping_ranges(ranges: usize, paragraphs: usize) -> Vec<u8> {
-    let starts: String = (0..ranges).map(|i| format!(r#"<w:commentRangeStart w:id="{i}"/>"#)).collect();
+    let starts: String =
+        (0..ranges).map(|i| format!(r#"<w:commentRangeStart w:id="{i}"/>"#)).collect();
     let ends: String = (0..ranges).map(|i| format!(r#"<w:commentRangeEnd w:id="{i}"/>"#)).collect();
-    let text = "The Supplier shall indemnify the Customer against all losses arising from any breach. ".repeat(6);
+    let text =
+        "The Supplier shall indemnify the Customer against all losses arising from any breach. "
+            .repeat(6);
     let mut body = format!("<w:p>{starts}{}</w:p>", common::run("Start."));
     for _ in 0..paragraphs {
         body.push_str(&common::p(&text));
@@ -47,7 +51,12 @@ fn overlapping_ranges(ranges: usize, paragraphs: usize) -> Vec<u8> {
 
 fn peak_kb() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0)
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 /// In the child: load, gate and render one case, then report.

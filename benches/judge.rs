@@ -8,6 +8,7 @@
 //! 2. A warm-cache rerun of 10,000 judge calls.
 //!
 //! Run: `cargo bench --bench judge`. Figures go in the README.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 #[path = "../tests/common/mock.rs"]
 mod mock;
@@ -34,12 +35,17 @@ fn cpu_time() -> Duration {
     let after = stat.rsplit(')').next().unwrap_or("");
     let fields: Vec<&str> = after.split_whitespace().collect();
     // Fields 14 and 15 of /proc/<pid>/stat (utime, stime) in clock ticks.
-    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0) + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
     Duration::from_millis(ticks * 10)
 }
 
 fn serve(limit: u64) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(async move {
         let window = Arc::new(std::sync::Mutex::new((0u64, 0u64)));
         let start = Instant::now();
@@ -66,7 +72,11 @@ fn serve(limit: u64) {
 }
 
 fn task() -> Task {
-    let rubrics = (1..=10).map(|i| Rubric::llm(&format!("r{i:02}"), &format!("Inserts clause {i}"), "Legal correctness", 5)).collect();
+    let rubrics = (1..=10)
+        .map(|i| {
+            Rubric::llm(&format!("r{i:02}"), &format!("Inserts clause {i}"), "Legal correctness", 5)
+        })
+        .collect();
     Task::named("redline-s1-t1-g01a", Side::A, "Vendor Counsel", rubrics)
 }
 
@@ -87,8 +97,11 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("current exe");
-    let mut child =
-        Command::new(exe).args(["--serve", &PER_SECOND.to_string()]).stdout(Stdio::piped()).spawn().expect("start the mock server");
+    let mut child = Command::new(exe)
+        .args(["--serve", &PER_SECOND.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the mock server");
     let url = {
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
@@ -100,19 +113,22 @@ fn main() {
     let templates = Templates::builtin();
     let t = task();
     let doc = "[p-000] 1. Fees ++subject to indexation++{@Vendor Counsel}\n".repeat(40);
-    let prompts: Vec<_> = (0..BACKLOG).map(|i| templates.render(&t, &format!("{doc}[p-999] call {i}"))).collect();
-    let cache_path = std::env::temp_dir().join(format!("redjury-bench-judge-{}.sqlite", std::process::id()));
+    let prompts: Vec<_> =
+        (0..BACKLOG).map(|i| templates.render(&t, &format!("{doc}[p-999] call {i}"))).collect();
+    let cache_path =
+        std::env::temp_dir().join(format!("redjury-bench-judge-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&cache_path);
     let cache = Arc::new(Cache::open(&cache_path).expect("cache"));
     let rpm = (PER_SECOND * 60) as u32;
-    let judge = Arc::new(Judge::new(config(&url, rpm), Auth::Key("bench-key".into())).expect("judge"));
+    let judge =
+        Arc::new(Judge::new(config(&url, rpm), Auth::Key("bench-key".into())).expect("judge"));
 
     let cpu0 = cpu_time();
     let started = Instant::now();
     let done = Arc::new(AtomicU64::new(0));
     rt.block_on(async {
         let mut set = tokio::task::JoinSet::new();
-        for p in prompts.iter().cloned() {
+        for p in prompts.clone() {
             let (judge, cache, done) = (judge.clone(), cache.clone(), done.clone());
             set.spawn(async move {
                 let r = judge.call(&p, 0, &cache).await;
@@ -128,15 +144,28 @@ fn main() {
     let c = judge.counters.snapshot();
     let ok = done.load(Ordering::Relaxed);
     let rate = ok as f64 / elapsed.as_secs_f64();
-    println!("backlog of {BACKLOG} calls, limit {PER_SECOND}/s (rpm {rpm}): {ok} answered in {:.2} s", elapsed.as_secs_f64());
+    println!(
+        "backlog of {BACKLOG} calls, limit {PER_SECOND}/s (rpm {rpm}): {ok} answered in {:.2} s",
+        elapsed.as_secs_f64()
+    );
     println!("achieved rate: {rate:.1}/s = {:.1}% of the limit", 100.0 * rate / PER_SECOND as f64);
-    println!("requests {}, answered 429: {} ({:.2}%)", c.requests, c.retries, 100.0 * c.retries as f64 / c.requests.max(1) as f64);
-    println!("client CPU: {:.0} ms in all, {:.3} ms per call", cpu.as_secs_f64() * 1e3, cpu.as_secs_f64() * 1e3 / BACKLOG as f64);
+    println!(
+        "requests {}, answered 429: {} ({:.2}%)",
+        c.requests,
+        c.retries,
+        100.0 * c.retries as f64 / c.requests.max(1) as f64
+    );
+    println!(
+        "client CPU: {:.0} ms in all, {:.3} ms per call",
+        cpu.as_secs_f64() * 1e3,
+        cpu.as_secs_f64() * 1e3 / BACKLOG as f64
+    );
     let _ = child.kill();
     let _ = child.wait();
 
     // Warm cache: 10,000 stored answers, then 10,000 calls.
-    let warm: Vec<_> = (0..WARM_CALLS).map(|i| templates.render(&t, &format!("{doc}[p-999] warm {i}"))).collect();
+    let warm: Vec<_> =
+        (0..WARM_CALLS).map(|i| templates.render(&t, &format!("{doc}[p-999] warm {i}"))).collect();
     let cold = Judge::new(config("http://127.0.0.1:9", rpm), Auth::Key("k".into())).expect("judge");
     let text = mock::verdicts_json(&warm[0].rubric_ids, &|_| "FAIL");
     for p in &warm {
@@ -144,7 +173,13 @@ fn main() {
         cache
             .put_response(
                 &key,
-                &StoredResponse { outcome: Outcome::Text, text: text.clone(), usage: Default::default(), latency_ms: 0, attempts: 1 },
+                &StoredResponse {
+                    outcome: Outcome::Text,
+                    text: text.clone(),
+                    usage: Default::default(),
+                    latency_ms: 0,
+                    attempts: 1,
+                },
             )
             .expect("store");
     }

@@ -4,6 +4,7 @@
 //!
 //! Run: `cargo bench --bench render` (installs nothing; pandoc comes from
 //! Debian's package: `apt-get install pandoc`). Figures go in the README.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -43,7 +44,12 @@ fn synthetic_contract(sections: usize) -> Vec<u8> {
             body.push_str(&common::np(1, if c % 2 == 0 { 1 } else { 2 }, &inner));
         }
     }
-    let docx = common::Docx { body, comments: Some(comments), numbering: Some(common::contract_numbering()), ..Default::default() };
+    let docx = common::Docx {
+        body,
+        comments: Some(comments),
+        numbering: Some(common::contract_numbering()),
+        ..Default::default()
+    };
     docx.bytes()
 }
 
@@ -66,7 +72,12 @@ fn ours_in_process(files: &[Vec<u8>], rounds: usize) -> Duration {
     median(times)
 }
 
-fn processes(program: &str, args: &dyn Fn(&Path) -> Vec<String>, files: &[PathBuf], rounds: usize) -> Option<Duration> {
+fn processes(
+    program: &str,
+    args: &dyn Fn(&Path) -> Vec<String>,
+    files: &[PathBuf],
+    rounds: usize,
+) -> Option<Duration> {
     let mut times = Vec::new();
     for _ in 0..rounds {
         let start = Instant::now();
@@ -84,7 +95,11 @@ fn main() {
     let mut corpus: Vec<PathBuf> = Vec::new();
     for folder in ["pandoc", "powertools"] {
         if let Ok(dir) = std::fs::read_dir(root.join("../shared/corpus").join(folder)) {
-            corpus.extend(dir.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "docx")));
+            corpus.extend(
+                dir.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "docx")),
+            );
         }
     }
     corpus.sort();
@@ -102,22 +117,48 @@ fn main() {
     );
 
     let per_synthetic = ours_in_process(std::slice::from_ref(&synthetic), 50);
-    println!("redjury, synthetic contract, load + annotated view: {:.2} ms", per_synthetic.as_secs_f64() * 1e3);
+    println!(
+        "redjury, synthetic contract, load + annotated view: {:.2} ms",
+        per_synthetic.as_secs_f64() * 1e3
+    );
 
     let corpus_bytes: Vec<Vec<u8>> = corpus.iter().filter_map(|p| std::fs::read(p).ok()).collect();
     let ours_corpus = ours_in_process(&corpus_bytes, 5);
-    println!("redjury, {} corpus files in-process: {:.1} ms", corpus.len(), ours_corpus.as_secs_f64() * 1e3);
+    println!(
+        "redjury, {} corpus files in-process: {:.1} ms",
+        corpus.len(),
+        ours_corpus.as_secs_f64() * 1e3
+    );
 
     let exe = root.join("target/release/redjury");
-    let ours_cli =
-        exe.exists().then(|| processes(exe.to_str().unwrap_or("redjury"), &|f| vec!["render".into(), f.display().to_string()], &corpus, 1));
+    let ours_cli = exe.exists().then(|| {
+        processes(
+            exe.to_str().unwrap_or("redjury"),
+            &|f| vec!["render".into(), f.display().to_string()],
+            &corpus,
+            1,
+        )
+    });
 
-    let pandoc_args =
-        |f: &Path| vec!["-f".into(), "docx".into(), "--track-changes=all".into(), "-t".into(), "markdown".into(), f.display().to_string()];
+    let pandoc_args = |f: &Path| {
+        vec![
+            "-f".into(),
+            "docx".into(),
+            "--track-changes=all".into(),
+            "-t".into(),
+            "markdown".into(),
+            f.display().to_string(),
+        ]
+    };
     match processes("pandoc", &pandoc_args, &corpus, 1) {
         Some(pandoc_corpus) => {
-            let pandoc_synthetic = processes("pandoc", &pandoc_args, std::slice::from_ref(&synthetic_path), 3).unwrap_or_default();
-            println!("pandoc, corpus (one process per file): {:.1} ms", pandoc_corpus.as_secs_f64() * 1e3);
+            let pandoc_synthetic =
+                processes("pandoc", &pandoc_args, std::slice::from_ref(&synthetic_path), 3)
+                    .unwrap_or_default();
+            println!(
+                "pandoc, corpus (one process per file): {:.1} ms",
+                pandoc_corpus.as_secs_f64() * 1e3
+            );
             println!("pandoc, synthetic contract: {:.1} ms", pandoc_synthetic.as_secs_f64() * 1e3);
             println!(
                 "throughput ratio, corpus, redjury in-process vs pandoc: {:.0}x",
@@ -128,13 +169,18 @@ fn main() {
                 pandoc_synthetic.as_secs_f64() / per_synthetic.as_secs_f64()
             );
             if let Some(Some(cli)) = ours_cli {
-                println!("redjury CLI, corpus (one process per file): {:.1} ms", cli.as_secs_f64() * 1e3);
+                println!(
+                    "redjury CLI, corpus (one process per file): {:.1} ms",
+                    cli.as_secs_f64() * 1e3
+                );
                 println!(
                     "throughput ratio, corpus, process per file, redjury vs pandoc: {:.0}x",
                     pandoc_corpus.as_secs_f64() / cli.as_secs_f64()
                 );
             }
         }
-        None => println!("pandoc not found: install it (apt-get install pandoc) for the side-by-side figures"),
+        None => println!(
+            "pandoc not found: install it (apt-get install pandoc) for the side-by-side figures"
+        ),
     }
 }

@@ -9,6 +9,7 @@
 //! port, so a single network call would show up as a failure.
 //!
 //! Run: `cargo bench --bench score`. Figures go in the README.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -21,11 +22,13 @@ use redjury::judge::config::PanelConfig;
 const OUTPUTS: usize = 10_000;
 
 fn variant(original: &[u8], trial: usize) -> Vec<u8> {
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(original)).expect("example output is a zip");
+    let mut archive =
+        zip::ZipArchive::new(std::io::Cursor::new(original)).expect("example output is a zip");
     let mut out = std::io::Cursor::new(Vec::new());
     {
         let mut w = zip::ZipWriter::new(&mut out);
-        let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
         for i in 0..archive.len() {
             let mut f = archive.by_index(i).expect("entry");
             let name = f.name().map(|n| n.to_string()).unwrap_or_default();
@@ -33,7 +36,9 @@ fn variant(original: &[u8], trial: usize) -> Vec<u8> {
             f.read_to_end(&mut data).expect("read entry");
             if name == "word/document.xml" {
                 let xml = String::from_utf8(data).expect("utf-8");
-                let marker = format!("<w:p><w:r><w:t>Trial {trial} closing note.</w:t></w:r></w:p><w:sectPr");
+                let marker = format!(
+                    "<w:p><w:r><w:t>Trial {trial} closing note.</w:t></w:r></w:p><w:sectPr"
+                );
                 data = xml.replacen("<w:sectPr", &marker, 1).into_bytes();
             }
             w.start_file(name, opts).expect("start");
@@ -51,8 +56,11 @@ fn main() {
     let outputs = work.join("outputs");
     let setup = Instant::now();
     let mut n = 0;
-    let mut examples: Vec<PathBuf> =
-        std::fs::read_dir(root.join("scenarios/outputs/strong")).expect("example outputs").flatten().map(|e| e.path()).collect();
+    let mut examples: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios/outputs/strong"))
+        .expect("example outputs")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     examples.sort();
     let per_task = OUTPUTS / examples.len();
     for (i, path) in examples.iter().enumerate() {
@@ -62,7 +70,8 @@ fn main() {
         for trial in 1..=trials {
             let dir = outputs.join(&task).join(format!("t{trial:04}"));
             std::fs::create_dir_all(&dir).expect("mkdir");
-            std::fs::write(dir.join("contract.docx"), variant(&original, trial)).expect("write output");
+            std::fs::write(dir.join("contract.docx"), variant(&original, trial))
+                .expect("write output");
             n += 1;
         }
     }
@@ -110,8 +119,12 @@ fn main() {
         let hash = v["prompt_hash"].as_str().expect("hash");
         let version = v["template_version"].as_str().expect("version");
         let ids: Vec<String> = serde_json::from_value(v["rubric_ids"].clone()).expect("ids");
-        let verdicts: Vec<serde_json::Value> =
-            ids.iter().map(|id| serde_json::json!({"rubric_id": id, "verdict": "PASS", "justification": "ok"})).collect();
+        let verdicts: Vec<serde_json::Value> = ids
+            .iter()
+            .map(
+                |id| serde_json::json!({"rubric_id": id, "verdict": "PASS", "justification": "ok"}),
+            )
+            .collect();
         let text = serde_json::json!({ "verdicts": verdicts }).to_string();
         for j in &panel.judges {
             let params = j.call_params();
@@ -126,7 +139,13 @@ fn main() {
             cache
                 .put_response(
                     &key,
-                    &StoredResponse { outcome: Outcome::Text, text: text.clone(), usage: Default::default(), latency_ms: 1, attempts: 1 },
+                    &StoredResponse {
+                        outcome: Outcome::Text,
+                        text: text.clone(),
+                        usage: Default::default(),
+                        latency_ms: 1,
+                        attempts: 1,
+                    },
                 )
                 .expect("store");
         }
@@ -156,9 +175,14 @@ fn main() {
         .find(|l| l.contains("Maximum resident set size"))
         .and_then(|l| l.rsplit(':').next())
         .and_then(|v| v.trim().parse().ok());
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(work.join("warm/summary.json")).expect("summary")).expect("json");
-    let requests: u64 = summary["judges"].as_object().map(|m| m.values().map(|j| j["requests"].as_u64().unwrap_or(0)).sum()).unwrap_or(0);
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(work.join("warm/summary.json")).expect("summary"),
+    )
+    .expect("json");
+    let requests: u64 = summary["judges"]
+        .as_object()
+        .map(|m| m.values().map(|j| j["requests"].as_u64().unwrap_or(0)).sum())
+        .unwrap_or(0);
     println!("{}", String::from_utf8_lossy(&out.stdout).trim());
     // With RUST_LOG=redjury=info the run logs each stage's time.
     for line in stderr.lines().filter(|l| l.contains("redjury::")) {
@@ -168,7 +192,9 @@ fn main() {
         "scored {} task × trial results from the warm cache in {:.2} s, peak memory {}, {requests} network requests",
         summary["counts"]["scored"],
         wall.as_secs_f64(),
-        rss_kb.map(|k| format!("{} MB", k / 1024)).unwrap_or_else(|| "unknown (install GNU time)".into())
+        rss_kb
+            .map(|k| format!("{} MB", k / 1024))
+            .unwrap_or_else(|| "unknown (install GNU time)".into())
     );
     println!("the same with --no-views: {:.2} s", lean_wall.as_secs_f64());
     let _ = std::fs::remove_dir_all(&work);

@@ -26,7 +26,9 @@ use crate::prompt::Prompt;
 #[derive(Debug, thiserror::Error)]
 #[error("cache {path}: {message}")]
 pub struct CacheError {
+    /// The cache file.
     pub path: String,
+    /// What went wrong.
     pub message: String,
 }
 
@@ -34,7 +36,9 @@ pub struct CacheError {
 /// cached and cache-written prompt tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// All prompt tokens.
     pub input: u64,
+    /// Output tokens, thinking included.
     pub output: u64,
     /// Prompt tokens read from the provider's prompt cache.
     pub cached: u64,
@@ -66,21 +70,32 @@ impl Outcome {
 /// A stored judge response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredResponse {
+    /// What the response holds.
     pub outcome: Outcome,
+    /// The reply text (or the reason it was declined).
     pub text: String,
+    /// The tokens it was billed.
     pub usage: Usage,
+    /// How long the call took, retries included.
     pub latency_ms: u64,
+    /// How many attempts it took.
     pub attempts: u32,
 }
 
 /// What identifies one judge call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallKey {
+    /// The provider's name.
     pub provider: String,
+    /// The model id.
     pub model: String,
+    /// The call parameters that change an answer (`JudgeConfig::call_params`).
     pub params: String,
+    /// The prompt templates' version.
     pub template_version: String,
+    /// The prompt's hash.
     pub prompt_hash: String,
+    /// Which of a judge's repeats.
     pub repeat: u32,
 }
 
@@ -89,7 +104,12 @@ impl CallKey {
     pub fn digest(&self) -> String {
         sha256_hex(&format!(
             "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
-            self.provider, self.model, self.params, self.template_version, self.prompt_hash, self.repeat
+            self.provider,
+            self.model,
+            self.params,
+            self.template_version,
+            self.prompt_hash,
+            self.repeat
         ))
     }
 }
@@ -114,7 +134,10 @@ pub struct Cache {
 }
 
 fn now_secs() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 fn now() -> i64 {
@@ -142,7 +165,10 @@ impl Cache {
 
     /// Opens the store with another busy timeout.
     pub fn open_with(path: &Path, busy_timeout: Duration) -> Result<Cache, CacheError> {
-        let err = |e: &dyn std::fmt::Display| CacheError { path: path.display().to_string(), message: e.to_string() };
+        let err = |e: &dyn std::fmt::Display| CacheError {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| err(&e))?;
         }
@@ -150,13 +176,18 @@ impl Cache {
         conn.busy_timeout(busy_timeout).map_err(|e| err(&e))?;
         // WAL + NORMAL: each committed response survives the process being
         // killed; only an OS crash could lose the last few.
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| err(&busy(&e, busy_timeout)))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| err(&busy(&e, busy_timeout)))?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| err(&e))?;
         conn.execute_batch(SCHEMA).map_err(|e| err(&busy(&e, busy_timeout)))?;
         migrate(&conn).map_err(|e| err(&e))?;
         let mut journal = path.as_os_str().to_owned();
         journal.push(".pending.jsonl");
-        let cache = Cache { conn: Mutex::new(conn), path: path.display().to_string(), journal: PathBuf::from(journal) };
+        let cache = Cache {
+            conn: Mutex::new(conn),
+            path: path.display().to_string(),
+            journal: PathBuf::from(journal),
+        };
         cache.flush_journal()?;
         Ok(cache)
     }
@@ -173,7 +204,10 @@ impl Cache {
 
     /// Runs `f` on a blocking thread, so that SQLite's waits never stall
     /// the async workers.
-    pub async fn blocking<T: Send + 'static>(self: &Arc<Self>, f: impl FnOnce(&Cache) -> T + Send + 'static) -> T {
+    pub async fn blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Cache) -> T + Send + 'static,
+    ) -> T {
         let cache = self.clone();
         let run = move || f(&cache);
         match tokio::runtime::Handle::try_current() {
@@ -185,17 +219,27 @@ impl Cache {
         }
     }
 
+    /// Stores a prompt by its hash (once).
     pub fn put_prompt(&self, p: &Prompt) -> Result<(), CacheError> {
         let ids = serde_json::to_string(&p.rubric_ids).map_err(|e| self.err(e))?;
         self.lock()
             .execute(
                 "INSERT OR IGNORE INTO prompts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![p.hash, p.template_version, p.system, p.user_prefix, p.user_rubrics, ids, now()],
+                params![
+                    p.hash,
+                    p.template_version,
+                    p.system,
+                    p.user_prefix,
+                    p.user_rubrics,
+                    ids,
+                    now()
+                ],
             )
             .map(|_| ())
             .map_err(|e| self.err(e))
     }
 
+    /// A stored prompt, by hash.
     pub fn get_prompt(&self, hash: &str) -> Result<Option<Prompt>, CacheError> {
         let row = self
             .lock()
@@ -220,6 +264,7 @@ impl Cache {
         }))
     }
 
+    /// A stored response.
     pub fn get_response(&self, key: &CallKey) -> Result<Option<StoredResponse>, CacheError> {
         self.lock()
             .query_row(
@@ -283,10 +328,19 @@ impl Cache {
     /// error writing the journal itself is returned.
     pub fn keep_response(&self, key: &CallKey, r: &StoredResponse) -> Result<(), CacheError> {
         let Err(e) = self.put_response(key, r) else { return Ok(()) };
-        tracing::warn!("{e}; the answer is kept in {} and stored when the cache is free", self.journal.display());
+        tracing::warn!(
+            "{e}; the answer is kept in {} and stored when the cache is free",
+            self.journal.display()
+        );
         let line = serde_json::to_string(&(key, r)).map_err(|e| self.err(e))?;
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&self.journal).map_err(|e| self.err(e))?;
-        f.write_all(format!("{line}\n").as_bytes()).and_then(|()| f.sync_all()).map_err(|e| self.err(e))
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.journal)
+            .map_err(|e| self.err(e))?;
+        f.write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| self.err(e))
     }
 
     /// Stores every answer waiting in the journal, then removes it. Leaves
@@ -300,9 +354,14 @@ impl Cache {
         let mut stored = 0;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             // A line cut short by a crash while appending holds no answer.
-            let Ok((key, r)) = serde_json::from_str::<(CallKey, StoredResponse)>(line) else { continue };
+            let Ok((key, r)) = serde_json::from_str::<(CallKey, StoredResponse)>(line) else {
+                continue;
+            };
             if let Err(e) = self.put_response(&key, &r) {
-                tracing::warn!("{e}; {} keeps its answers for the next run", self.journal.display());
+                tracing::warn!(
+                    "{e}; {} keeps its answers for the next run",
+                    self.journal.display()
+                );
                 return Ok(stored);
             }
             stored += 1;
@@ -330,10 +389,14 @@ impl Cache {
             return Ok(Lease::Granted);
         }
         let holder: Option<String> = conn
-            .query_row("SELECT owner FROM leases WHERE key = ?1", params![key.digest()], |r| r.get(0))
+            .query_row("SELECT owner FROM leases WHERE key = ?1", params![key.digest()], |r| {
+                r.get(0)
+            })
             .optional()
             .map_err(|e| self.err(e))?;
-        if holder.as_deref().is_some_and(owner_is_gone) && take(&conn, f64::INFINITY).map_err(|e| self.err(e))? > 0 {
+        if holder.as_deref().is_some_and(owner_is_gone)
+            && take(&conn, f64::INFINITY).map_err(|e| self.err(e))? > 0
+        {
             return Ok(Lease::Granted);
         }
         Ok(Lease::HeldElsewhere)
@@ -342,7 +405,10 @@ impl Cache {
     /// Ends this owner's lease on a call.
     pub fn release(&self, key: &CallKey, owner: &str) -> Result<(), CacheError> {
         self.lock()
-            .execute("DELETE FROM leases WHERE key = ?1 AND owner = ?2", params![key.digest(), owner])
+            .execute(
+                "DELETE FROM leases WHERE key = ?1 AND owner = ?2",
+                params![key.digest(), owner],
+            )
             .map(|_| ())
             .map_err(|e| self.err(e))
     }
@@ -350,14 +416,20 @@ impl Cache {
     /// A stored gate result and annotated view (see `run::render_key`).
     pub fn get_render(&self, key: &str) -> Result<Option<(String, Option<String>)>, CacheError> {
         self.lock()
-            .query_row("SELECT gate, view FROM renders WHERE key = ?1", params![key], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row("SELECT gate, view FROM renders WHERE key = ?1", params![key], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(|e| self.err(e))
     }
 
+    /// Stores a gate result and annotated view.
     pub fn put_render(&self, key: &str, gate: &str, view: Option<&str>) -> Result<(), CacheError> {
         self.lock()
-            .execute("INSERT OR REPLACE INTO renders VALUES (?1, ?2, ?3, ?4)", params![key, gate, view, now()])
+            .execute(
+                "INSERT OR REPLACE INTO renders VALUES (?1, ?2, ?3, ?4)",
+                params![key, gate, view, now()],
+            )
             .map(|_| ())
             .map_err(|e| self.err(e))
     }
@@ -365,23 +437,36 @@ impl Cache {
     /// Folds the write-ahead log into the database file, so that the next
     /// run reads from the file instead of replaying a long log.
     pub fn checkpoint(&self) -> Result<(), CacheError> {
-        self.lock().query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(|e| self.err(e))
+        self.lock()
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(|e| self.err(e))
     }
 
     /// Stored check results (JSON) for an output and a task's checks.
     pub fn get_checks(&self, key: &str) -> Result<Option<String>, CacheError> {
-        self.lock().query_row("SELECT results FROM checks WHERE key = ?1", params![key], |r| r.get(0)).optional().map_err(|e| self.err(e))
+        self.lock()
+            .query_row("SELECT results FROM checks WHERE key = ?1", params![key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
     }
 
+    /// Stores a task's check verdicts on one output.
     pub fn put_checks(&self, key: &str, results: &str) -> Result<(), CacheError> {
         self.lock()
-            .execute("INSERT OR REPLACE INTO checks VALUES (?1, ?2, ?3)", params![key, results, now()])
+            .execute(
+                "INSERT OR REPLACE INTO checks VALUES (?1, ?2, ?3)",
+                params![key, results, now()],
+            )
             .map(|_| ())
             .map_err(|e| self.err(e))
     }
 
+    /// How many responses are stored.
     pub fn response_count(&self) -> Result<u64, CacheError> {
-        self.lock().query_row("SELECT COUNT(*) FROM responses", [], |r| r.get::<_, i64>(0)).map(|n| n as u64).map_err(|e| self.err(e))
+        self.lock()
+            .query_row("SELECT COUNT(*) FROM responses", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
     }
 
     /// The file's path, for messages.
@@ -405,14 +490,21 @@ fn host_name() -> String {
 fn owner_is_gone(owner: &str) -> bool {
     let mut parts = owner.splitn(3, '/');
     let (Some(host), Some(pid)) = (parts.next(), parts.next()) else { return false };
-    cfg!(target_os = "linux") && host == host_name() && pid.parse::<u32>().is_ok() && !Path::new(&format!("/proc/{pid}")).exists()
+    cfg!(target_os = "linux")
+        && host == host_name()
+        && pid.parse::<u32>().is_ok()
+        && !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Columns added after the first release.
 fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    let has = conn.prepare("SELECT 1 FROM pragma_table_info('responses') WHERE name = 'cache_write_tokens'")?.exists([])?;
+    let has = conn
+        .prepare("SELECT 1 FROM pragma_table_info('responses') WHERE name = 'cache_write_tokens'")?
+        .exists([])?;
     if !has {
-        conn.execute_batch("ALTER TABLE responses ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0")?;
+        conn.execute_batch(
+            "ALTER TABLE responses ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",
+        )?;
     }
     Ok(())
 }
@@ -453,7 +545,8 @@ mod tests {
     }
 
     fn temp(tag: &str) -> PathBuf {
-        let p = std::env::temp_dir().join(format!("redjury-cache-{tag}-{}.sqlite", std::process::id()));
+        let p =
+            std::env::temp_dir().join(format!("redjury-cache-{tag}-{}.sqlite", std::process::id()));
         for suffix in ["", "-wal", "-shm", ".pending.jsonl"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
         }
@@ -465,8 +558,15 @@ mod tests {
         let path = temp("lease");
         let cache = Cache::open(&path).expect("opens");
         assert_eq!(cache.claim(&key(0), "a", Duration::from_secs(60)).ok(), Some(Lease::Granted));
-        assert_eq!(cache.claim(&key(0), "b", Duration::from_secs(60)).ok(), Some(Lease::HeldElsewhere));
-        assert_eq!(cache.claim(&key(0), "a", Duration::from_secs(60)).ok(), Some(Lease::Granted), "renewal");
+        assert_eq!(
+            cache.claim(&key(0), "b", Duration::from_secs(60)).ok(),
+            Some(Lease::HeldElsewhere)
+        );
+        assert_eq!(
+            cache.claim(&key(0), "a", Duration::from_secs(60)).ok(),
+            Some(Lease::Granted),
+            "renewal"
+        );
         assert_eq!(cache.claim(&key(1), "b", Duration::from_secs(60)).ok(), Some(Lease::Granted));
         cache.release(&key(0), "a").expect("release");
         assert_eq!(cache.claim(&key(0), "b", Duration::ZERO).ok(), Some(Lease::Granted));
@@ -476,11 +576,21 @@ mod tests {
         // So is the lease of a process of this machine that is gone, at once.
         let dead = format!("{}/{}/x", host_name(), u32::MAX - 1);
         assert_eq!(cache.claim(&key(2), &dead, Duration::from_secs(60)).ok(), Some(Lease::Granted));
-        let expected = if cfg!(target_os = "linux") { Lease::Granted } else { Lease::HeldElsewhere };
-        assert_eq!(cache.claim(&key(2), &lease_owner("y"), Duration::from_secs(60)).ok(), Some(expected));
+        let expected =
+            if cfg!(target_os = "linux") { Lease::Granted } else { Lease::HeldElsewhere };
+        assert_eq!(
+            cache.claim(&key(2), &lease_owner("y"), Duration::from_secs(60)).ok(),
+            Some(expected)
+        );
         let alive = lease_owner("z");
-        assert_eq!(cache.claim(&key(3), &alive, Duration::from_secs(60)).ok(), Some(Lease::Granted));
-        assert_eq!(cache.claim(&key(3), &lease_owner("w"), Duration::from_secs(60)).ok(), Some(Lease::HeldElsewhere));
+        assert_eq!(
+            cache.claim(&key(3), &alive, Duration::from_secs(60)).ok(),
+            Some(Lease::Granted)
+        );
+        assert_eq!(
+            cache.claim(&key(3), &lease_owner("w"), Duration::from_secs(60)).ok(),
+            Some(Lease::HeldElsewhere)
+        );
     }
 
     #[test]
@@ -491,7 +601,11 @@ mod tests {
         other.execute_batch("BEGIN EXCLUSIVE").expect("lock");
         cache.keep_response(&key(7), &response()).expect("kept");
         assert!(cache.journal.exists(), "the answer waits in the journal");
-        assert_eq!(cache.flush_journal().ok(), Some(0), "still locked: nothing stored, nothing lost");
+        assert_eq!(
+            cache.flush_journal().ok(),
+            Some(0),
+            "still locked: nothing stored, nothing lost"
+        );
         other.execute_batch("COMMIT").expect("unlock");
         assert_eq!(cache.flush_journal().ok(), Some(1));
         assert!(!cache.journal.exists());

@@ -44,8 +44,14 @@ mod tests {
 
     #[test]
     fn known_digests() {
-        assert_eq!(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(
+            sha256_hex(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
         assert_eq!(hex(&[0, 15, 255]), "000fff");
-        assert_ne!(sha256_hex_parts([b"ab".as_slice(), b"c"]), sha256_hex_parts([b"a".as_slice(), b"bc"]));
+        assert_ne!(
+            sha256_hex_parts([b"ab".as_slice(), b"c"]),
+            sha256_hex_parts([b"a".as_slice(), b"bc"])
+        );
     }
 }

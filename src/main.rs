@@ -8,7 +8,9 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = cli::Cli::parse();
@@ -17,7 +19,11 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {}", message(&e));
             // 2: refused for how the run was set up (nothing was spent).
-            if e.downcast_ref::<cli::Refused>().is_some() { ExitCode::from(2) } else { ExitCode::from(1) }
+            if e.downcast_ref::<cli::Refused>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

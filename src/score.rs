@@ -17,9 +17,13 @@ use crate::verdict::Verdict;
 /// A scored task's reward and its parts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Reward {
+    /// The reward in [0, 1].
     pub reward: f64,
+    /// Σ weight of passed positive rubrics.
     pub earned: i64,
+    /// Σ |weight| of passed (triggered) penalty rubrics.
     pub penalty: i64,
+    /// Σ weight of positive rubrics: the denominator.
     pub total_positive: i64,
 }
 
@@ -67,17 +71,23 @@ pub enum Status {
 #[serde(rename_all = "snake_case")]
 pub enum RubricKind {
     #[default]
+    /// A judge rubric.
     Llm,
+    /// A deterministic check.
     Check,
 }
 
 /// One rubric's outcome for one task × trial.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct RubricResult {
+    /// The rubric's id.
     pub id: String,
     #[serde(default)]
+    /// Who grades it.
     pub kind: RubricKind,
+    /// Its weight (negative = penalty).
     pub weight: i32,
+    /// Its category, as the task writes it.
     pub category: String,
     /// A required item: if it is not met, the reward is 0 whatever else
     /// passed (a layered pass rule).
@@ -89,8 +99,10 @@ pub struct RubricResult {
     /// result is under "check".
     pub votes: BTreeMap<String, Option<Verdict>>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Each voter's one-line reason.
     pub justifications: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Why a judge gave no vote.
     pub abstentions: BTreeMap<String, String>,
 }
 
@@ -105,18 +117,31 @@ impl RubricResult {
 /// One line of results.jsonl.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct TaskResult {
+    /// The task's name.
     pub task: String,
+    /// The trial.
     pub trial: String,
+    /// The scenario number.
     pub scenario: String,
+    /// The turn.
     pub turn: u32,
+    /// The side the output represents.
     pub side: Side,
+    /// The input group.
     pub group: String,
+    /// The rubric variant.
     pub variant: Option<String>,
+    /// What became of the row.
     pub status: Status,
+    /// The validity gate's result.
     pub gate: GateResult,
+    /// The reward (unrounded); `None` unless scored or gate-failed.
     pub reward: Option<f64>,
+    /// Σ weight of passed positive rubrics.
     pub earned: Option<i64>,
+    /// Σ |weight| of triggered penalty rubrics.
     pub penalty: Option<i64>,
+    /// Σ weight of positive rubrics.
     pub total_positive: i64,
     /// The prompt the judges read (its text is in prompts.jsonl and the cache).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,6 +149,7 @@ pub struct TaskResult {
     /// Why the row is incomplete, or why a required item zeroed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Every rubric's outcome, in task order.
     pub rubrics: Vec<RubricResult>,
 }
 
@@ -160,21 +186,29 @@ impl TaskResult {
     /// Settles a row whose every rubric has a verdict, or a gate failure;
     /// `false` (reward cleared) when some rubric has none.
     fn settle_verdicts(&mut self) -> bool {
-        self.total_positive = self.rubrics.iter().filter(|r| r.weight > 0).map(|r| i64::from(r.weight)).sum();
+        self.total_positive =
+            self.rubrics.iter().filter(|r| r.weight > 0).map(|r| i64::from(r.weight)).sum();
         self.reason = None;
         if !self.gate.passed {
             self.status = Status::GateFailed;
             (self.reward, self.earned, self.penalty) = (Some(0.0), Some(0), Some(0));
             return true;
         }
-        let items: Vec<(i32, Option<Verdict>)> = self.rubrics.iter().map(|r| (r.weight, r.verdict)).collect();
+        let items: Vec<(i32, Option<Verdict>)> =
+            self.rubrics.iter().map(|r| (r.weight, r.verdict)).collect();
         let Some(r) = reward(&items) else {
             (self.reward, self.earned, self.penalty) = (None, None, None);
             return false;
         };
         self.status = Status::Scored;
-        (self.reward, self.earned, self.penalty) = (Some(r.reward), Some(r.earned), Some(r.penalty));
-        let unmet: Vec<&str> = self.rubrics.iter().filter(|x| x.required && x.met() == Some(false)).map(|x| x.id.as_str()).collect();
+        (self.reward, self.earned, self.penalty) =
+            (Some(r.reward), Some(r.earned), Some(r.penalty));
+        let unmet: Vec<&str> = self
+            .rubrics
+            .iter()
+            .filter(|x| x.required && x.met() == Some(false))
+            .map(|x| x.id.as_str())
+            .collect();
         if !unmet.is_empty() {
             self.reward = Some(0.0);
             self.reason = Some(format!("required item(s) not met: {}", unmet.join(", ")));

@@ -2,6 +2,7 @@
 //! the vocabulary modules and the stages before it (ARCHITECTURE.md). This
 //! test reads every `crate::` path in `src/` and fails on an edge that
 //! points back up the pipeline, naming the file and the line.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,20 @@ use std::path::{Path, PathBuf};
 const VOCABULARY: &[&str] = &["hash", "verdict"];
 
 /// The stages in data-flow order.
-const STAGES: &[&str] = &["docx", "view", "task", "check", "prompt", "cache", "judge", "panel", "score", "aggregate", "report", "pipeline"];
+const STAGES: &[&str] = &[
+    "docx",
+    "view",
+    "task",
+    "check",
+    "prompt",
+    "cache",
+    "judge",
+    "panel",
+    "score",
+    "aggregate",
+    "report",
+    "pipeline",
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("src/ is readable").flatten() {
@@ -25,7 +39,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// The top-level module a file belongs to (`src/judge/http.rs` → judge).
 fn module_of(src: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(src).expect("under src");
-    let first = rel.components().next().expect("non-empty").as_os_str().to_string_lossy().into_owned();
+    let first =
+        rel.components().next().expect("non-empty").as_os_str().to_string_lossy().into_owned();
     first.trim_end_matches(".rs").to_string()
 }
 
@@ -42,9 +57,16 @@ fn crate_refs(line: &str) -> Vec<String> {
         let rest = &code[i + "crate::".len()..];
         if let Some(rest) = rest.strip_prefix('{') {
             let inner = rest.split('}').next().unwrap_or("");
-            refs.extend(inner.split(',').map(|p| p.trim().split("::").next().unwrap_or("").to_string()));
+            refs.extend(
+                inner.split(',').map(|p| p.trim().split("::").next().unwrap_or("").to_string()),
+            );
         } else {
-            refs.push(rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("").to_string());
+            refs.push(
+                rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+            );
         }
     }
     refs.retain(|r| !r.is_empty() && r != "self");
@@ -80,12 +102,20 @@ fn data_flows_one_way() {
                     }
                 };
                 if !ok {
-                    wrong.push(format!("{}:{}: {from} uses {to}", file.strip_prefix(&src).unwrap_or(file).display(), n + 1));
+                    wrong.push(format!(
+                        "{}:{}: {from} uses {to}",
+                        file.strip_prefix(&src).unwrap_or(file).display(),
+                        n + 1
+                    ));
                 }
             }
         }
     }
-    assert!(wrong.is_empty(), "edges against the data flow (see ARCHITECTURE.md):\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "edges against the data flow (see ARCHITECTURE.md):\n{}",
+        wrong.join("\n")
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Every check type on real files: the shared corpus (Word-made) and the
 //! example benchmark (LibreOffice-made), with the verdict and the reason a
 //! user would read.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 
@@ -25,9 +26,16 @@ fn load(path: &Path) -> Document {
 }
 
 /// Runs a check written as JSON; gold paths are relative to the corpus.
-fn run(check: serde_json::Value, doc: &Document, input: Option<&Document>, author: &str) -> (Verdict, String) {
+fn run(
+    check: serde_json::Value,
+    doc: &Document,
+    input: Option<&Document>,
+    author: &str,
+) -> (Verdict, String) {
     // Only the corpus tests (which skip without it) name gold documents.
-    let base = std::env::var_os("REDJURY_CORPUS").map(PathBuf::from).unwrap_or_else(|| root().join("../shared/corpus"));
+    let base = std::env::var_os("REDJURY_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("../shared/corpus"));
     let prepared = PreparedCheck::from_json(&check, &base).unwrap_or_else(|e| panic!("{e}"));
     evaluate(&prepared, doc, input, author)
 }
@@ -36,33 +44,77 @@ fn run(check: serde_json::Value, doc: &Document, input: Option<&Document>, autho
 fn author() {
     let Some(path) = corpus("author", "pandoc/comments.docx") else { return };
     let doc = load(&path);
-    let (v, why) = run(serde_json::json!({"type": "author", "authors": ["Jesse Rosenthal"]}), &doc, None, "x");
-    assert_eq!((v, why.as_str()), (Pass, "all 5 tracked changes and comments are by Jesse Rosenthal"));
-    let (v, why) = run(serde_json::json!({"type": "author", "authors": ["Counterparty"]}), &doc, None, "x");
+    let (v, why) =
+        run(serde_json::json!({"type": "author", "authors": ["Jesse Rosenthal"]}), &doc, None, "x");
+    assert_eq!(
+        (v, why.as_str()),
+        (Pass, "all 5 tracked changes and comments are by Jesse Rosenthal")
+    );
+    let (v, why) =
+        run(serde_json::json!({"type": "author", "authors": ["Counterparty"]}), &doc, None, "x");
     assert_eq!((v, why.as_str()), (Fail, "no tracked change or comment by Counterparty"));
-    let (v, _) = run(serde_json::json!({"type": "author", "authors": ["Counterparty"], "mode": "only"}), &doc, None, "x");
+    let (v, _) = run(
+        serde_json::json!({"type": "author", "authors": ["Counterparty"], "mode": "only"}),
+        &doc,
+        None,
+        "x",
+    );
     assert_eq!(v, Fail);
     // Two authors in one turn-2 file: "all" by one of them fails, "any" passes.
     let turn2 = load(&root().join("gold/redlines/redline-s1-t2-g01a.docx"));
-    let (v, why) = run(serde_json::json!({"type": "author", "authors": ["Customer Counsel"]}), &turn2, None, "x");
+    let (v, why) = run(
+        serde_json::json!({"type": "author", "authors": ["Customer Counsel"]}),
+        &turn2,
+        None,
+        "x",
+    );
     assert_eq!(v, Fail);
     assert!(why.contains("are by others: Vendor Counsel"), "{why}");
-    let (v, _) = run(serde_json::json!({"type": "author", "authors": ["Customer Counsel"], "mode": "any"}), &turn2, None, "x");
+    let (v, _) = run(
+        serde_json::json!({"type": "author", "authors": ["Customer Counsel"], "mode": "any"}),
+        &turn2,
+        None,
+        "x",
+    );
     assert_eq!(v, Pass);
-    let (v, _) =
-        run(serde_json::json!({"type": "author", "authors": ["Customer Counsel", "Vendor Counsel"], "mode": "only"}), &turn2, None, "x");
+    let (v, _) = run(
+        serde_json::json!({"type": "author", "authors": ["Customer Counsel", "Vendor Counsel"], "mode": "only"}),
+        &turn2,
+        None,
+        "x",
+    );
     assert_eq!(v, Pass);
 }
 
 #[test]
 fn no_format_changes_and_revisions_remaining() {
-    let Some(path) = corpus("no_format_changes_and_revisions_remaining", "powertools/RP024-ParagraphMark-rPr-Change.docx") else { return };
+    let Some(path) = corpus(
+        "no_format_changes_and_revisions_remaining",
+        "powertools/RP024-ParagraphMark-rPr-Change.docx",
+    ) else {
+        return;
+    };
     let formatted = load(&path);
-    let Some(path) = corpus("no_format_changes_and_revisions_remaining", "powertools/RP002-Deleted-Text.docx") else { return };
+    let Some(path) =
+        corpus("no_format_changes_and_revisions_remaining", "powertools/RP002-Deleted-Text.docx")
+    else {
+        return;
+    };
     let plain = load(&path);
-    assert_eq!(run(serde_json::json!({"type": "no_format_changes"}), &formatted, None, "x").0, Fail);
-    assert_eq!(run(serde_json::json!({"type": "no_format_changes"}), &plain, None, "x"), (Pass, "no formatting revisions".into()));
-    let Some(path) = corpus("no_format_changes_and_revisions_remaining", "powertools/RP002-Deleted-Text-Accepted.docx") else { return };
+    assert_eq!(
+        run(serde_json::json!({"type": "no_format_changes"}), &formatted, None, "x").0,
+        Fail
+    );
+    assert_eq!(
+        run(serde_json::json!({"type": "no_format_changes"}), &plain, None, "x"),
+        (Pass, "no formatting revisions".into())
+    );
+    let Some(path) = corpus(
+        "no_format_changes_and_revisions_remaining",
+        "powertools/RP002-Deleted-Text-Accepted.docx",
+    ) else {
+        return;
+    };
     let clean = load(&path);
     let zero = serde_json::json!({"type": "revisions_remaining", "kinds": ["insertion", "deletion"], "max": 0});
     assert_eq!(run(zero.clone(), &clean, None, "x").0, Pass);
@@ -74,16 +126,26 @@ fn no_format_changes_and_revisions_remaining() {
 
 #[test]
 fn accepted_text_equals_against_a_gold_docx_or_text() {
-    let Some(path) = corpus("accepted_text_equals_against_a_gold_docx_or_text", "powertools/RP002-Deleted-Text.docx") else { return };
+    let Some(path) = corpus(
+        "accepted_text_equals_against_a_gold_docx_or_text",
+        "powertools/RP002-Deleted-Text.docx",
+    ) else {
+        return;
+    };
     let doc = load(&path);
     let gold = serde_json::json!({"type": "accepted_text_equals", "gold_docx": "powertools/RP002-Deleted-Text-Accepted.docx"});
-    assert_eq!(run(gold, &doc, None, "x"), (Pass, "accepted text of the document equals the gold text".into()));
+    assert_eq!(
+        run(gold, &doc, None, "x"),
+        (Pass, "accepted text of the document equals the gold text".into())
+    );
     let wrong = serde_json::json!({"type": "accepted_text_equals", "gold_docx": "powertools/RP002-Deleted-Text-Rejected.docx"});
     let (v, why) = run(wrong, &doc, None, "x");
     assert_eq!(v, Fail);
-    assert!(why.starts_with("accepted text of the document differs from the gold from character 6"), "{why}");
-    let fuzzy =
-        serde_json::json!({"type": "accepted_text_equals", "gold_docx": "powertools/RP002-Deleted-Text-Rejected.docx", "min_f1": 0.9});
+    assert!(
+        why.starts_with("accepted text of the document differs from the gold from character 6"),
+        "{why}"
+    );
+    let fuzzy = serde_json::json!({"type": "accepted_text_equals", "gold_docx": "powertools/RP002-Deleted-Text-Rejected.docx", "min_f1": 0.9});
     assert_eq!(run(fuzzy, &doc, None, "x").0, Pass, "one word of ~45 differs");
     let text = serde_json::json!({"type": "accepted_text_equals", "text": "Video a powerful way to help you prove your point. When you click Online Video, you can paste in the embed code for the video you want to add. You can also type a keyword to search online for the video that best fits your document."});
     assert_eq!(run(text, &doc, None, "x").0, Pass);
@@ -91,7 +153,9 @@ fn accepted_text_equals_against_a_gold_docx_or_text() {
 
 #[test]
 fn revision_set_f1() {
-    let Some(path) = corpus("revision_set_f1", "powertools/RP001-Tracked-Revisions-01.docx") else { return };
+    let Some(path) = corpus("revision_set_f1", "powertools/RP001-Tracked-Revisions-01.docx") else {
+        return;
+    };
     let doc = load(&path);
     let same = serde_json::json!({"type": "revision_set_f1", "gold_docx": "powertools/RP001-Tracked-Revisions-01.docx", "min_f1": 0.99});
     assert!(run(same, &doc, None, "x").1.starts_with("inserted/deleted tokens: F1 1.000"));
@@ -113,7 +177,12 @@ fn comments() {
     assert_eq!(c(serde_json::json!({"type": "comment", "min": 6})).0, Fail);
     // Anchored within a numbered section of the example benchmark.
     let gold = load(&root().join("gold/redlines/redline-s1-t1-g01a.docx"));
-    let (v, why) = run(serde_json::json!({"type": "comment", "author": "Vendor Counsel", "section": "9"}), &gold, None, "x");
+    let (v, why) = run(
+        serde_json::json!({"type": "comment", "author": "Vendor Counsel", "section": "9"}),
+        &gold,
+        None,
+        "x",
+    );
     assert_eq!(v, Pass, "{why}");
     let (v, why) = run(serde_json::json!({"type": "comment", "section": "7"}), &gold, None, "x");
     assert_eq!((v, why.as_str()), (Fail, "0 comment(s) in section 7 (wanted ≥ 1)"));
@@ -123,13 +192,48 @@ fn comments() {
 
 #[test]
 fn contains_and_not_contains() {
-    let Some(path) = corpus("contains_and_not_contains", "powertools/RP002-Deleted-Text.docx") else { return };
+    let Some(path) = corpus("contains_and_not_contains", "powertools/RP002-Deleted-Text.docx")
+    else {
+        return;
+    };
     let doc = load(&path);
-    let (v, why) = run(serde_json::json!({"type": "contains", "pattern": "prov(ides)?", "in": "deleted"}), &doc, None, "x");
+    let (v, why) = run(
+        serde_json::json!({"type": "contains", "pattern": "prov(ides)?", "in": "deleted"}),
+        &doc,
+        None,
+        "x",
+    );
     assert_eq!((v, why.as_str()), (Pass, "deleted text contains \"provides\""));
-    assert_eq!(run(serde_json::json!({"type": "contains", "pattern": "provides", "in": "accepted"}), &doc, None, "x").0, Fail);
-    assert_eq!(run(serde_json::json!({"type": "not_contains", "pattern": "provides", "in": "accepted"}), &doc, None, "x").0, Pass);
-    assert_eq!(run(serde_json::json!({"type": "contains", "pattern": ".", "in": "inserted"}), &doc, None, "x").0, Fail);
+    assert_eq!(
+        run(
+            serde_json::json!({"type": "contains", "pattern": "provides", "in": "accepted"}),
+            &doc,
+            None,
+            "x"
+        )
+        .0,
+        Fail
+    );
+    assert_eq!(
+        run(
+            serde_json::json!({"type": "not_contains", "pattern": "provides", "in": "accepted"}),
+            &doc,
+            None,
+            "x"
+        )
+        .0,
+        Pass
+    );
+    assert_eq!(
+        run(
+            serde_json::json!({"type": "contains", "pattern": ".", "in": "inserted"}),
+            &doc,
+            None,
+            "x"
+        )
+        .0,
+        Fail
+    );
     // By section and author on the example benchmark.
     let gold = load(&root().join("gold/redlines/redline-s1-t1-g01a.docx"));
     let in_93 = serde_json::json!({"type": "contains", "pattern": "8\\.1\\(a\\)", "in": "inserted", "section": "9.3(a)", "author": "Vendor Counsel"});
@@ -151,7 +255,12 @@ fn scope() {
     assert_eq!(v, Fail);
     assert!(why.contains("fall outside section(s) 9"), "{why}");
     // The unedited input is trivially in scope and equal to itself.
-    let (v, _) = run(serde_json::json!({"type": "scope", "sections": ["9"]}), &input, Some(&input), "Vendor Counsel");
+    let (v, _) = run(
+        serde_json::json!({"type": "scope", "sections": ["9"]}),
+        &input,
+        Some(&input),
+        "Vendor Counsel",
+    );
     assert_eq!(v, Pass);
 }
 
@@ -164,13 +273,27 @@ fn the_gate_does_not_count_changes_carried_over_from_the_input() {
     let input = load(&root().join("scenarios/s1-saas-msa/inputs/s1-t3-g01.docx"));
     let unedited = docx::load(&root().join("scenarios/s1-saas-msa/inputs/s1-t3-g01.docx"));
     let reference = check_against(&unedited, "Vendor Counsel", None);
-    assert!(reference.passed, "without an input the reference gate passes an unedited file: {}", reference.reason);
+    assert!(
+        reference.passed,
+        "without an input the reference gate passes an unedited file: {}",
+        reference.reason
+    );
     let strict = check_against(&unedited, "Vendor Counsel", Some(&input));
     assert!(!strict.passed);
-    assert!(strict.reason.starts_with("no new tracked change or comment by 'Vendor Counsel': its "), "{}", strict.reason);
+    assert!(
+        strict.reason.starts_with("no new tracked change or comment by 'Vendor Counsel': its "),
+        "{}",
+        strict.reason
+    );
     let strong = docx::load(&root().join("scenarios/outputs/strong/redline-s1-t3-g01a.docx"));
     let r = check_against(&strong, "Vendor Counsel", Some(&input));
-    assert!(r.passed && r.reason.contains("new tracked change(s)") && r.reason.contains("carried over from the input"), "{}", r.reason);
+    assert!(
+        r.passed
+            && r.reason.contains("new tracked change(s)")
+            && r.reason.contains("carried over from the input"),
+        "{}",
+        r.reason
+    );
 }
 
 /// Every check of the example benchmark gives, on the gold redline and on
@@ -181,7 +304,10 @@ fn example_checks_agree_with_the_gold_verdicts() {
     let mut compared = 0;
     for task in tasks.iter().filter(|t| t.rubrics.iter().any(|r| r.is_check())) {
         let verdicts: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(root().join("gold/verdicts").join(format!("{}.json", task.name))).expect("gold verdicts"),
+            &std::fs::read_to_string(
+                root().join("gold/verdicts").join(format!("{}.json", task.name)),
+            )
+            .expect("gold verdicts"),
         )
         .expect("json");
         for (kind, file) in [
@@ -211,17 +337,34 @@ fn a_separate_sub_list_nests_inside_its_clause() {
     let body = [
         np(1, 0, &run("LIABILITY")),
         np(2, 0, &run("first item")),
-        np(2, 0, &format!("{}{}", run("second item "), ins(1, "Buyer Counsel", "capped at twelve (12) months"))),
+        np(
+            2,
+            0,
+            &format!(
+                "{}{}",
+                run("second item "),
+                ins(1, "Buyer Counsel", "capped at twelve (12) months")
+            ),
+        ),
         np(1, 0, &run("TERM")),
         np(2, 0, &run("renewal")),
     ]
     .concat();
     let doc = Docx { body, numbering: Some(numbering.into()), ..Default::default() }.load();
-    let (v, why) = run_check(serde_json::json!({"type": "scope", "sections": ["9"]}), &doc, "Buyer Counsel");
+    let (v, why) =
+        run_check(serde_json::json!({"type": "scope", "sections": ["9"]}), &doc, "Buyer Counsel");
     assert_eq!(v, Pass, "{why}");
-    let (v, why) = run_check(serde_json::json!({"type": "contains", "pattern": "twelve", "in": "inserted", "section": "9(b)"}), &doc, "x");
+    let (v, why) = run_check(
+        serde_json::json!({"type": "contains", "pattern": "twelve", "in": "inserted", "section": "9(b)"}),
+        &doc,
+        "x",
+    );
     assert_eq!(v, Pass, "{why}");
-    let (v, _) = run_check(serde_json::json!({"type": "contains", "pattern": "twelve", "in": "inserted", "section": "10"}), &doc, "x");
+    let (v, _) = run_check(
+        serde_json::json!({"type": "contains", "pattern": "twelve", "in": "inserted", "section": "10"}),
+        &doc,
+        "x",
+    );
     assert_eq!(v, Fail);
 }
 

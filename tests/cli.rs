@@ -1,6 +1,7 @@
 //! The binary as a first-time user meets it: what it refuses before
 //! spending, what it prints, where its defaults come from, and results
 //! folders that never mix two runs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 
@@ -23,7 +24,10 @@ async fn fewer_keys_than_the_quorum_is_refused_before_any_call() {
     let a = score_args("gold/redlines", &panel, &dir.join("run"), &dir.join("cache.sqlite"));
     let (code, out, err) = redjury_with(&root(), a, &["E2E_OPENAI_KEY"]).await;
     assert_eq!(code, 2, "{out}{err}");
-    assert!(err.contains("only 1 of 3 judges have an API key, fewer than the quorum of 2"), "{err}");
+    assert!(
+        err.contains("only 1 of 3 judges have an API key, fewer than the quorum of 2"),
+        "{err}"
+    );
     assert!(err.contains("Set E2E_ANTHROPIC_KEY, E2E_GEMINI_KEY"), "{err}");
     assert_eq!(judges.counts(), [0, 0, 0], "nothing spent");
     assert!(!dir.join("run").exists());
@@ -43,7 +47,12 @@ async fn a_local_server_needs_no_key_variable() {
         ),
     )
     .expect("panel");
-    let (code, out, err) = redjury_with(&root(), score_args("gold/redlines", &panel, &dir.join("run"), &dir.join("c.sqlite")), &[]).await;
+    let (code, out, err) = redjury_with(
+        &root(),
+        score_args("gold/redlines", &panel, &dir.join("run"), &dir.join("c.sqlite")),
+        &[],
+    )
+    .await;
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(server.requests().len(), 9, "called without any key variable");
     assert!(server.requests().iter().all(|r| r.header("authorization").is_none()));
@@ -54,7 +63,9 @@ async fn a_local_server_needs_no_key_variable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_incomplete_run_says_so_and_why() {
     // Two judges refuse the key: with quorum 2 nothing judged is complete.
-    let bad: Handler = std::sync::Arc::new(|_: &Recorded, _| status(401, &[], r#"{"error":{"message":"bad key"}}"#));
+    let bad: Handler = std::sync::Arc::new(|_: &Recorded, _| {
+        status(401, &[], r#"{"error":{"message":"bad key"}}"#)
+    });
     let judges = Judges {
         openai: MockServer::start(bad.clone()).await,
         anthropic: MockServer::start(bad).await,
@@ -74,10 +85,19 @@ async fn an_incomplete_run_says_so_and_why() {
     a.retain(|x| x != "--quiet");
     let (code, out, err) = redjury(a, true).await;
     assert_eq!(code, 3, "{out}{err}");
-    assert!(out.contains("10 results: 2 scored, 0 gate-failed, 8 incomplete, 0 pending; 1 task without an output"), "{out}");
+    assert!(
+        out.contains(
+            "10 results: 2 scored, 0 gate-failed, 8 incomplete, 0 pending; 1 task without an output"
+        ),
+        "{out}"
+    );
     assert!(out.contains("over 2 of 10 results; the rest have no reward yet"), "{out}");
     assert!(out.contains("incomplete: 8 rows — quorum not met"), "{out}");
-    assert!(out.contains("not used: ") && out.contains("redline-s2-t1-g01b.doc: a legacy Word 97-2003 .doc"), "{out}");
+    assert!(
+        out.contains("not used: ")
+            && out.contains("redline-s2-t1-g01b.doc: a legacy Word 97-2003 .doc"),
+        "{out}"
+    );
     let md = std::fs::read_to_string(dir.join("run/summary.md")).expect("summary.md");
     let first = md.lines().nth(2).unwrap_or("");
     assert!(
@@ -91,7 +111,10 @@ async fn an_incomplete_run_says_so_and_why() {
     assert!(md.contains("**claude was stopped during the run:**"), "{md}");
     assert!(md.contains("#### Output files that could not be used (1)"), "{md}");
     let s = summary(&dir.join("run"));
-    assert_eq!(s["unusable_outputs"][0]["reason"], "a legacy Word 97-2003 .doc: open it in Word and save it as .docx");
+    assert_eq!(
+        s["unusable_outputs"][0]["reason"],
+        "a legacy Word 97-2003 .doc: open it in Word and save it as .docx"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -101,24 +124,64 @@ async fn runs_from_anywhere_and_says_which_defaults_it_used() {
     let tasks = root().join("rubrics");
     let outputs = root().join("scenarios/outputs/strong");
     // From a folder with no panel.toml: the one beside the tasks folder.
-    let (code, out, err) =
-        redjury_at(&dir, args(&["score", "--tasks", &p(&tasks), "--outputs", &p(&outputs), "--out", "run", "--dry-run"]), false).await;
+    let (code, out, err) = redjury_at(
+        &dir,
+        args(&[
+            "score",
+            "--tasks",
+            &p(&tasks),
+            "--outputs",
+            &p(&outputs),
+            "--out",
+            "run",
+            "--dry-run",
+        ]),
+        false,
+    )
+    .await;
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains(&format!("panel: {} (beside the tasks folder)", root().join("panel.toml").display())), "{out}");
+    assert!(
+        out.contains(&format!(
+            "panel: {} (beside the tasks folder)",
+            root().join("panel.toml").display()
+        )),
+        "{out}"
+    );
     assert!(out.contains("cache: cache.sqlite"), "{out}");
     assert!(dir.join("run/summary.json").is_file() && dir.join("cache.sqlite").is_file());
     // Tasks with nothing beside them: the built-in panel and prices.
     let lone = dir.join("tasks");
     std::fs::create_dir_all(&lone).expect("mkdir");
-    std::fs::copy(tasks.join("redline-s1-t1-g01a.json"), lone.join("redline-s1-t1-g01a.json")).expect("copy");
+    std::fs::copy(tasks.join("redline-s1-t1-g01a.json"), lone.join("redline-s1-t1-g01a.json"))
+        .expect("copy");
     let task = std::fs::read_to_string(lone.join("redline-s1-t1-g01a.json")).expect("read");
     let input = root().join("scenarios/s1-saas-msa/inputs/s1-t1-g01.docx");
-    std::fs::write(lone.join("redline-s1-t1-g01a.json"), task.replace("../scenarios/s1-saas-msa/inputs/s1-t1-g01.docx", &p(&input)))
-        .expect("write");
-    let (code, out, err) =
-        redjury_at(&dir, args(&["score", "--tasks", "tasks", "--outputs", &p(&outputs), "--out", "run2", "--dry-run"]), false).await;
+    std::fs::write(
+        lone.join("redline-s1-t1-g01a.json"),
+        task.replace("../scenarios/s1-saas-msa/inputs/s1-t1-g01.docx", &p(&input)),
+    )
+    .expect("write");
+    let (code, out, err) = redjury_at(
+        &dir,
+        args(&[
+            "score",
+            "--tasks",
+            "tasks",
+            "--outputs",
+            &p(&outputs),
+            "--out",
+            "run2",
+            "--dry-run",
+        ]),
+        false,
+    )
+    .await;
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("panel: built-in default panel") && out.contains("prices: built-in price table"), "{out}");
+    assert!(
+        out.contains("panel: built-in default panel")
+            && out.contains("prices: built-in price table"),
+        "{out}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -126,23 +189,43 @@ async fn runs_from_anywhere_and_says_which_defaults_it_used() {
 async fn small_lies_of_the_command_line() {
     let dir = temp_dir("lies");
     let out = dir.join("run");
-    let dry = args(&["score", "--tasks", "rubrics", "--outputs", "scenarios/outputs/strong", "--out", &p(&out), "--dry-run", "--quiet"]);
+    let dry = args(&[
+        "score",
+        "--tasks",
+        "rubrics",
+        "--outputs",
+        "scenarios/outputs/strong",
+        "--out",
+        &p(&out),
+        "--dry-run",
+        "--quiet",
+    ]);
     let (code, stdout, err) = redjury(dry.clone(), false).await;
     assert_eq!((code, stdout.as_str()), (0, ""), "--quiet prints nothing: {err}");
     // report: --seed and --resamples belong to --compare; 0 resamples is no CI.
     let (code, _, err) = redjury(args(&["report", &p(&out), "--seed", "3"]), false).await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--compare"), "{err}");
-    let (code, _, err) = redjury(args(&["report", &p(&out), "--compare", &p(&out), "--resamples", "0"]), false).await;
+    let (code, _, err) =
+        redjury(args(&["report", &p(&out), "--compare", &p(&out), "--resamples", "0"]), false)
+            .await;
     assert_eq!(code, 2, "{err}");
     let (code, report, _) = redjury(args(&["report", &p(&out)]), false).await;
     assert_eq!(code, 0);
-    assert!(!report.contains("best@0") && !report.contains(")) ") && !report.contains("1 calls"), "{report}");
+    assert!(
+        !report.contains("best@0") && !report.contains(")) ") && !report.contains("1 calls"),
+        "{report}"
+    );
     // gate --input: an unedited turn-3 file fails as `score` would fail it.
     let input = root().join("scenarios/s1-saas-msa/inputs/s1-t3-g01.docx");
-    let (code, stdout, _) = redjury(args(&["gate", &p(&input), "--author", "Vendor Counsel"]), false).await;
+    let (code, stdout, _) =
+        redjury(args(&["gate", &p(&input), "--author", "Vendor Counsel"]), false).await;
     assert_eq!(code, 0, "without --input the turn-1 changes count: {stdout}");
-    let (code, stdout, _) = redjury(args(&["gate", &p(&input), "--author", "Vendor Counsel", "--input", &p(&input)]), false).await;
+    let (code, stdout, _) = redjury(
+        args(&["gate", &p(&input), "--author", "Vendor Counsel", "--input", &p(&input)]),
+        false,
+    )
+    .await;
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("carried over from the input"), "{stdout}");
     // A missing file names its cause once.
@@ -157,8 +240,17 @@ async fn a_results_folder_is_replaced_whole_and_a_foreign_one_refused() {
     let dir = temp_dir("swap");
     let out = dir.join("run");
     let dry = |out: &Path, extra: &[&str]| {
-        let mut a =
-            args(&["score", "--tasks", "rubrics", "--outputs", "scenarios/outputs/strong", "--out", &p(out), "--dry-run", "--quiet"]);
+        let mut a = args(&[
+            "score",
+            "--tasks",
+            "rubrics",
+            "--outputs",
+            "scenarios/outputs/strong",
+            "--out",
+            &p(out),
+            "--dry-run",
+            "--quiet",
+        ]);
         a.extend(args(extra));
         a
     };
@@ -186,7 +278,9 @@ async fn two_processes_sharing_a_cache_send_each_call_once() {
     let slow = |provider: &'static str| -> Handler {
         let inner = stand_in(provider, "gold");
         std::sync::Arc::new(move |req: &Recorded, i| match inner(req, i) {
-            Action::Respond { body, .. } => Action::Later(std::time::Duration::from_millis(250), body),
+            Action::Respond { body, .. } => {
+                Action::Later(std::time::Duration::from_millis(250), body)
+            }
             other => other,
         })
     };
@@ -202,7 +296,11 @@ async fn two_processes_sharing_a_cache_send_each_call_once() {
     let b = redjury(score_args("gold/redlines", &panel, &dir.join("b"), &cache), true);
     let ((ca, oa, ea), (cb, ob, eb)) = tokio::join!(a, b);
     assert_eq!((ca, cb), (0, 0), "{oa}{ea}{ob}{eb}");
-    assert_eq!(judges.counts(), [9, 9, 9], "9 calls per judge, each sent once between the two processes");
+    assert_eq!(
+        judges.counts(),
+        [9, 9, 9],
+        "9 calls per judge, each sent once between the two processes"
+    );
     assert_eq!(results(&dir.join("a")), results(&dir.join("b")));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -217,10 +315,16 @@ async fn the_reference_prompt_set_judges_the_reference_view() {
     let (code, out, err) = redjury(a, true).await;
     assert_eq!(code, 0, "{out}{err}");
     let body = judges.openai.requests()[0].body.replace("\\n", "\n");
-    assert!(body.contains("You are an experienced commercial-contracts lawyer"), "the reference set's system prompt");
+    assert!(
+        body.contains("You are an experienced commercial-contracts lawyer"),
+        "the reference set's system prompt"
+    );
     assert!(body.contains("[p-0") && !body.contains("{@"), "no author tags in the reference view");
     let view = std::fs::read_to_string(dir.join("run/views/redline-s1-t2-g01a.md")).expect("view");
-    assert!(view.starts_with("# redline-s1-t2-g01a\n") && !view.contains("Revision summary"), "{view}");
+    assert!(
+        view.starts_with("# redline-s1-t2-g01a\n") && !view.contains("Revision summary"),
+        "{view}"
+    );
     assert!(summary(&dir.join("run"))["turn_weighted"].as_f64().unwrap_or(0.0) >= 0.9);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -239,7 +343,8 @@ async fn one_document_under_two_layouts_is_one_prompt() {
     let cache = dir.join("cache.sqlite");
     let (code, _, err) = redjury(score_args(&p(&flat), &panel, &dir.join("a"), &cache), true).await;
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = redjury(score_args(&p(&nested), &panel, &dir.join("b"), &cache), true).await;
+    let (code, _, err) =
+        redjury(score_args(&p(&nested), &panel, &dir.join("b"), &cache), true).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(judges.counts(), [1, 1, 1], "the second layout reuses every answer");
     let _ = std::fs::remove_dir_all(&dir);

@@ -6,6 +6,7 @@
 //! LibreOffice disagree on the empty paragraphs a move or a merge leaves
 //! behind), and a list label LibreOffice prints before a paragraph is
 //! ignored, since labels are checked on their own by the numbering tests.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,11 +29,20 @@ fn without_bullets(s: &str) -> String {
 fn ours(doc: &docx::Document, state: State) -> Vec<(String, String)> {
     let with = plain::lines(doc, state);
     let without = plain::lines_without_labels(doc, state);
-    with.iter().zip(&without).map(|(a, b)| (without_bullets(a), normalize(b))).filter(|(a, _)| !a.is_empty()).collect()
+    with.iter()
+        .zip(&without)
+        .map(|(a, b)| (without_bullets(a), normalize(b)))
+        .filter(|(a, _)| !a.is_empty())
+        .collect()
 }
 
 fn theirs(value: &serde_json::Value) -> Vec<String> {
-    value.as_array().map(|a| a.iter().filter_map(|v| v.as_str()).map(normalize).filter(|l| !l.is_empty()).collect()).unwrap_or_default()
+    value
+        .as_array()
+        .map(|a| {
+            a.iter().filter_map(|v| v.as_str()).map(normalize).filter(|l| !l.is_empty()).collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A line agrees when it is ours with our label, or ours without a label
@@ -80,10 +90,22 @@ const ORACLE_WRONG: &[(&str, &str)] = &[
         "powertools/RP001-Tracked-Revisions-02.docx",
         "floating tables (w:tblpPr) become LibreOffice frames anchored after the next paragraph, which reorders the text",
     ),
-    ("powertools/RP004-Deleted-Text-in-CC.docx", "LibreOffice 7.4 does not accept a deletion inside a content control"),
-    ("powertools/RP013-Deleted-Math-Control-Char.docx", "LibreOffice turns Office Math into an embedded object with no paragraph text"),
-    ("powertools/RP014-Inserted-Math-Control-Char.docx", "LibreOffice turns Office Math into an embedded object with no paragraph text"),
-    ("powertools/RP018-MoveFrom-MoveTo-CC.docx", "LibreOffice 7.4 does not accept a move inside a content control"),
+    (
+        "powertools/RP004-Deleted-Text-in-CC.docx",
+        "LibreOffice 7.4 does not accept a deletion inside a content control",
+    ),
+    (
+        "powertools/RP013-Deleted-Math-Control-Char.docx",
+        "LibreOffice turns Office Math into an embedded object with no paragraph text",
+    ),
+    (
+        "powertools/RP014-Inserted-Math-Control-Char.docx",
+        "LibreOffice turns Office Math into an embedded object with no paragraph text",
+    ),
+    (
+        "powertools/RP018-MoveFrom-MoveTo-CC.docx",
+        "LibreOffice 7.4 does not accept a move inside a content control",
+    ),
     (
         "powertools/RP019-Deleted-Field-Code.docx",
         "LibreOffice recomputes the DATE field at load time; the file's field result is the document's text",
@@ -92,9 +114,18 @@ const ORACLE_WRONG: &[(&str, &str)] = &[
         "powertools/RP020-Inserted-Field-Code.docx",
         "LibreOffice recomputes the DATE field at load time; the file's field result is the document's text",
     ),
-    ("powertools/RP051-Arabic.docx", "LibreOffice splices the deleted and inserted text of a right-to-left replacement together"),
-    ("powertools/RP034-Deleted-Cells.docx", "LibreOffice 7.4 ignores tracked cell deletion (w:cellDel)"),
-    ("powertools/RP035-Inserted-Cells.docx", "LibreOffice 7.4 ignores tracked cell insertion (w:cellIns)"),
+    (
+        "powertools/RP051-Arabic.docx",
+        "LibreOffice splices the deleted and inserted text of a right-to-left replacement together",
+    ),
+    (
+        "powertools/RP034-Deleted-Cells.docx",
+        "LibreOffice 7.4 ignores tracked cell deletion (w:cellDel)",
+    ),
+    (
+        "powertools/RP035-Inserted-Cells.docx",
+        "LibreOffice 7.4 ignores tracked cell insertion (w:cellIns)",
+    ),
 ];
 
 /// Disagreements we believe are LibreOffice's but cannot prove here (no
@@ -120,7 +151,9 @@ fn baseline(folder: &Path, name: &str, state: State) -> Option<Vec<(String, Stri
 
 #[test]
 fn views_agree_with_the_libreoffice_oracle() {
-    let Some(corpus) = common::shared_corpus("views_agree_with_the_libreoffice_oracle") else { return };
+    let Some(corpus) = common::shared_corpus("views_agree_with_the_libreoffice_oracle") else {
+        return;
+    };
     let mut failures: BTreeMap<String, String> = BTreeMap::new();
     let mut exceptions_used = Vec::new();
     let mut unverified = Vec::new();
@@ -130,8 +163,10 @@ fn views_agree_with_the_libreoffice_oracle() {
     let mut verified = 0;
     for folder in ["pandoc", "powertools"] {
         let dir = corpus.join(folder);
-        let oracle: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("LIBREOFFICE_ORACLE.json")).expect("oracle file")).expect("oracle JSON");
+        let oracle: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("LIBREOFFICE_ORACLE.json")).expect("oracle file"),
+        )
+        .expect("oracle JSON");
         for (name, entry) in oracle.as_object().expect("oracle object") {
             if entry.get("error").is_some() {
                 continue;
@@ -162,7 +197,10 @@ fn views_agree_with_the_libreoffice_oracle() {
                     a == b
                 };
                 match (exception, baseline(&dir, name, state)) {
-                    (Some(_), Some(word)) if word.len() == got.len() && word.iter().zip(&got).all(|(w, g)| w.0 == g.0) => {
+                    (Some(_), Some(word))
+                        if word.len() == got.len()
+                            && word.iter().zip(&got).all(|(w, g)| w.0 == g.0) =>
+                    {
                         exceptions_used.push(key.clone());
                     }
                     (Some((_, reason)), None) if reason.contains("reorders") && reordered => {
@@ -172,10 +210,14 @@ fn views_agree_with_the_libreoffice_oracle() {
                         unverified.push(format!("{key} {field}"));
                     }
                     (Some(_), Some(_)) => {
-                        failures.insert(format!("{key} {field}"), "disagrees with the oracle AND the PowerTools baseline".into());
+                        failures.insert(
+                            format!("{key} {field}"),
+                            "disagrees with the oracle AND the PowerTools baseline".into(),
+                        );
                     }
                     _ => {
-                        failures.insert(format!("{key} {field}"), first_difference(&expected, &got));
+                        failures
+                            .insert(format!("{key} {field}"), first_difference(&expected, &got));
                     }
                 }
             }
@@ -197,8 +239,18 @@ fn views_agree_with_the_libreoffice_oracle() {
     assert!(failures.is_empty(), "{} disagreements", failures.len());
     // Every listed exception must still be needed: a stale one hides nothing.
     for (k, _) in ORACLE_WRONG {
-        assert!(exceptions_used.iter().any(|u| u == k), "{k} is listed as an oracle error but agrees now; remove it");
+        assert!(
+            exceptions_used.iter().any(|u| u == k),
+            "{k} is listed as an oracle error but agrees now; remove it"
+        );
     }
-    assert_eq!(unverified.len(), UNVERIFIED.len(), "an unverified disagreement went away; remove it from UNVERIFIED");
-    assert!(verified * 100 >= checked * 98, "fewer than 98% of files agree: {verified} of {checked}");
+    assert_eq!(
+        unverified.len(),
+        UNVERIFIED.len(),
+        "an unverified disagreement went away; remove it from UNVERIFIED"
+    );
+    assert!(
+        verified * 100 >= checked * 98,
+        "fewer than 98% of files agree: {verified} of {checked}"
+    );
 }

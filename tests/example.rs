@@ -1,6 +1,7 @@
 //! The bundled example benchmark: every file renders, every output meant to
 //! pass the gate passes it, and every output meant to fail it fails with
 //! the reason a user would expect.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::path::{Path, PathBuf};
 
@@ -53,11 +54,17 @@ fn the_gate_on_every_sample_output() {
             let r = check_against(&docx::load(&path), &task.author, task.input_doc.as_deref());
             assert!(r.passed, "{folder}/{}: {}", task.name, r.reason);
         }
-        let failing = root().join("scenarios/outputs/gate-fail").join(format!("{}.docx", task.name));
+        let failing =
+            root().join("scenarios/outputs/gate-fail").join(format!("{}.docx", task.name));
         if failing.exists() {
             let r = check_against(&docx::load(&failing), &task.author, task.input_doc.as_deref());
             assert!(!r.passed, "gate-fail/{} passed: {}", task.name, r.reason);
-            assert!(r.reason.starts_with("no tracked change or comment") || r.reason.starts_with("no new tracked change"), "{}", r.reason);
+            assert!(
+                r.reason.starts_with("no tracked change or comment")
+                    || r.reason.starts_with("no new tracked change"),
+                "{}",
+                r.reason
+            );
         }
     }
 }

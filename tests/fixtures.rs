@@ -1,6 +1,7 @@
 //! One small .docx per construct the reader must understand, built in code,
 //! with what a user would check: the accepted and rejected text, the
 //! annotated markup, and the model's revision and comment records.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 
@@ -31,7 +32,11 @@ fn insertion_deletion_and_replacement() {
     ));
     assert_eq!(accepted(&d), ["Fees are 120 per year."]);
     assert_eq!(rejected(&d), ["Fees are 100 per year."]);
-    assert!(view(&d).contains("[p-000] Fees are ~~100~~++120++{@Vendor Counsel} per year."), "{}", view(&d));
+    assert!(
+        view(&d).contains("[p-000] Fees are ~~100~~++120++{@Vendor Counsel} per year."),
+        "{}",
+        view(&d)
+    );
     let doc = d.load();
     assert_eq!(doc.revisions.len(), 2);
     assert_eq!(doc.revisions[0].author.as_deref(), Some("Vendor Counsel"));
@@ -56,7 +61,11 @@ fn deleting_another_authors_insertion_reads_as_exactly_that() {
     ));
     assert_eq!(accepted(&d), ["Invoiced  in advance."]);
     assert_eq!(rejected(&d), ["Invoiced  in advance."]);
-    assert!(view(&d).contains("~~++quarterly++{@Customer Counsel}~~{@Vendor Counsel}"), "{}", view(&d));
+    assert!(
+        view(&d).contains("~~++quarterly++{@Customer Counsel}~~{@Vendor Counsel}"),
+        "{}",
+        view(&d)
+    );
 }
 
 #[test]
@@ -71,7 +80,8 @@ fn moves_are_paired_by_range_name() {
     assert!(v.contains("++Moved clause.++{@A moved from m1}"), "{v}");
     assert!(v.contains("~~Moved clause.~~{@A moved to m1}"), "{v}");
     let doc = d.load();
-    let pairs: Vec<_> = doc.revisions.iter().filter(|r| r.kind.is_move()).map(|r| r.move_pair).collect();
+    let pairs: Vec<_> =
+        doc.revisions.iter().filter(|r| r.kind.is_move()).map(|r| r.move_pair).collect();
     assert_eq!(pairs, [Some(1), Some(1)]);
 }
 
@@ -99,7 +109,10 @@ fn formatting_only_changes_are_noted() {
     );
     let doc = d.load();
     let kinds: Vec<_> = doc.revisions.iter().map(|r| (r.kind, r.changed.clone())).collect();
-    assert!(kinds.contains(&(RevisionKind::ParagraphFormat, vec!["alignment".to_string()])), "{kinds:?}");
+    assert!(
+        kinds.contains(&(RevisionKind::ParagraphFormat, vec!["alignment".to_string()])),
+        "{kinds:?}"
+    );
     assert!(kinds.contains(&(RevisionKind::RunFormat, vec!["bold".to_string()])), "{kinds:?}");
     let v = view(&d);
     assert!(v.contains("Bold now.{@B changed formatting: bold}"), "{v}");
@@ -184,7 +197,10 @@ fn special_characters() {
         r#"<w:p><w:r><w:t>a</w:t><w:tab/><w:t>b</w:t><w:br/><w:t>c</w:t><w:noBreakHyphen/><w:t>d</w:t><w:softHyphen/><w:t>e</w:t><w:sym w:font="Wingdings" w:char="F0FC"/></w:r></w:p>"#,
     );
     let doc = d.load();
-    assert_eq!(plain::paragraph_text(first_paragraph(&doc), State::Accepted), "a\tb c\u{2011}d\u{ad}e\u{f0fc}");
+    assert_eq!(
+        plain::paragraph_text(first_paragraph(&doc), State::Accepted),
+        "a\tb c\u{2011}d\u{ad}e\u{f0fc}"
+    );
 }
 
 fn first_paragraph(doc: &redjury::docx::Document) -> &redjury::docx::Paragraph {
@@ -275,7 +291,19 @@ fn multi_level_labels_restart_after_a_higher_level() {
         ]
         .concat(),
     );
-    assert_eq!(accepted(&d), ["1. Definitions", "1.1 Terms", "(a) first", "(b) second", "1.2 More", "(a) again", "2. Fees", "2.1 Payment"]);
+    assert_eq!(
+        accepted(&d),
+        [
+            "1. Definitions",
+            "1.1 Terms",
+            "(a) first",
+            "(b) second",
+            "1.2 More",
+            "(a) again",
+            "2. Fees",
+            "2.1 Payment"
+        ]
+    );
 }
 
 #[test]
@@ -284,7 +312,9 @@ fn an_inserted_numbered_paragraph_shifts_labels_in_the_accepted_state_only() {
         r#"<w:p><w:pPr><w:numPr><w:ilvl w:val="1"/><w:numId w:val="1"/></w:numPr><w:rPr><w:ins w:id="1" w:author="A"/></w:rPr></w:pPr>{}</w:p>"#,
         ins(2, "A", "New clause")
     );
-    let d = numbered([np(1, 0, &run("Fees")), np(1, 1, &run("One")), inserted, np(1, 1, &run("Two"))].concat());
+    let d = numbered(
+        [np(1, 0, &run("Fees")), np(1, 1, &run("One")), inserted, np(1, 1, &run("Two"))].concat(),
+    );
     assert_eq!(accepted(&d), ["1. Fees", "1.1 One", "1.2 New clause", "1.3 Two"]);
     assert_eq!(rejected(&d), ["1. Fees", "1.1 One", "1.2 Two"]);
     // A rubric citing "Section 1.2" means the clause "Two", as the model
@@ -310,14 +340,26 @@ fn counters_are_kept_per_abstract_numbering_and_start_override_restarts() {
         numbering: Some(numbering.into()),
         ..Default::default()
     };
-    assert_eq!(accepted(&d), ["Article I a", "Article II b", "Article III c", "Article IV d", "Article I e", "Article II f"]);
+    assert_eq!(
+        accepted(&d),
+        [
+            "Article I a",
+            "Article II b",
+            "Article III c",
+            "Article IV d",
+            "Article I e",
+            "Article II f"
+        ]
+    );
 }
 
 #[test]
 fn is_lgl_lvl_restart_formats_and_style_linked_headings() {
     let numbering = r#"<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="upperRoman"/><w:lvlText w:val="%1."/><w:pStyle w:val="Heading1"/></w:lvl><w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1.%2"/><w:isLgl/><w:pStyle w:val="Heading2"/></w:lvl><w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="ordinalText"/><w:lvlText w:val="%3:"/><w:lvlRestart w:val="0"/></w:lvl></w:abstractNum><w:num w:numId="7"><w:abstractNumId w:val="1"/></w:num>"#;
     let styles = r#"<w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/><w:pPr><w:numPr><w:numId w:val="7"/></w:numPr></w:pPr></w:style><w:style w:type="paragraph" w:styleId="Heading2"><w:name w:val="heading 2"/><w:basedOn w:val="Heading1"/><w:pPr><w:numPr><w:ilvl w:val="1"/><w:numId w:val="7"/></w:numPr></w:pPr></w:style>"#;
-    let h = |style: &str, t: &str| format!(r#"<w:p><w:pPr><w:pStyle w:val="{style}"/></w:pPr>{}</w:p>"#, run(t));
+    let h = |style: &str, t: &str| {
+        format!(r#"<w:p><w:pPr><w:pStyle w:val="{style}"/></w:pPr>{}</w:p>"#, run(t))
+    };
     let d = Docx {
         body: [
             h("Heading1", "Scope"),
@@ -333,7 +375,10 @@ fn is_lgl_lvl_restart_formats_and_style_linked_headings() {
         ..Default::default()
     };
     // isLgl shows "II.1" as "2.1"; level 3 never restarts (lvlRestart 0).
-    assert_eq!(accepted(&d), ["I. Scope", "1.1 Detail", "First: x", "II. Term", "2.1 Renewal", "Second: y"]);
+    assert_eq!(
+        accepted(&d),
+        ["I. Scope", "1.1 Detail", "First: x", "II. Term", "2.1 Renewal", "Second: y"]
+    );
 }
 
 // ---- gate ----
@@ -349,7 +394,10 @@ fn gate_passes_on_the_authors_change_and_says_why_it_fails() {
     assert!(!r.passed);
     assert!(r.reason.contains("differs only in letter case"), "{}", r.reason);
     let r = gate::check(&loaded, "Customer Counsel");
-    assert_eq!(r.reason, "no tracked change or comment by 'Customer Counsel'; found 1 by 'Vendor Counsel'");
+    assert_eq!(
+        r.reason,
+        "no tracked change or comment by 'Customer Counsel'; found 1 by 'Vendor Counsel'"
+    );
     let untracked = redjury::docx::from_bytes(Docx::body(&p("edited")).bytes(), Default::default());
     assert!(gate::check(&untracked, "A").reason.contains("without Track Changes"));
     let broken = redjury::docx::from_bytes(b"not a zip".to_vec(), Default::default());
@@ -369,7 +417,10 @@ fn view_version_is_bumped_when_the_view_changes() {
             run("anchored")
         ),
         numbering: Some(contract_numbering()),
-        comments: Some(r#"<w:comment w:id="1" w:author="A"><w:p><w:r><w:t>Why?</w:t></w:r></w:p></w:comment>"#.into()),
+        comments: Some(
+            r#"<w:comment w:id="1" w:author="A"><w:p><w:r><w:t>Why?</w:t></w:r></w:p></w:comment>"#
+                .into(),
+        ),
         ..Default::default()
     };
     let digest = redjury::hash::sha256_hex(&view(&d));
@@ -388,7 +439,10 @@ fn mark_formatting_and_paragraph_property_changes_are_both_kept() {
     );
     let doc = d.load();
     let changed: Vec<Vec<String>> = doc.revisions.iter().map(|r| r.changed.clone()).collect();
-    assert_eq!(changed, [vec!["paragraph mark formatting".to_string()], vec!["alignment".to_string()]]);
+    assert_eq!(
+        changed,
+        [vec!["paragraph mark formatting".to_string()], vec!["alignment".to_string()]]
+    );
     let v = view(&d);
     assert!(v.contains("{@A changed paragraph formatting: paragraph mark formatting} {@A changed paragraph formatting: alignment}"), "{v}");
 }
@@ -444,7 +498,8 @@ fn property_revisions_are_revisions() {
         p("Rate")
     ));
     let doc = d.load();
-    let kinds: Vec<(RevisionKind, Vec<String>)> = doc.revisions.iter().map(|r| (r.kind, r.changed.clone())).collect();
+    let kinds: Vec<(RevisionKind, Vec<String>)> =
+        doc.revisions.iter().map(|r| (r.kind, r.changed.clone())).collect();
     assert_eq!(
         kinds,
         [
@@ -455,7 +510,10 @@ fn property_revisions_are_revisions() {
             (RevisionKind::SectionFormat, vec!["page margins".to_string()]),
         ]
     );
-    assert!(redjury::check::gate::check(&Ok(d.load()), "A").passed, "property changes pass the gate");
+    assert!(
+        redjury::check::gate::check(&Ok(d.load()), "A").passed,
+        "property changes pass the gate"
+    );
     let v = view(&d);
     assert!(v.contains("[t1] {@A changed table properties: width} {@unknown author changed table grid: column widths}"), "{v}");
     assert!(
@@ -465,7 +523,10 @@ fn property_revisions_are_revisions() {
     assert!(v.contains("End {@A changed section properties: page margins}"), "{v}");
     assert!(v.contains("| A | 0 | 0 | 0 | 0 | 4 |"), "{v}");
     let json = redjury::view::render(&doc, redjury::view::ViewKind::Json, "x");
-    assert!(json.contains("\"kind\": \"table_format\"") && json.contains("\"format_changes\""), "{json}");
+    assert!(
+        json.contains("\"kind\": \"table_format\"") && json.contains("\"format_changes\""),
+        "{json}"
+    );
 }
 
 #[test]
@@ -493,7 +554,13 @@ fn grid_offsets_keep_columns_aligned() {
 #[test]
 fn numbered_lists_in_other_scripts() {
     let numbering = r#"<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimalFullWidth"/><w:lvlText w:val="第%1条"/></w:lvl></w:abstractNum><w:abstractNum w:abstractNumId="2"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimalEnclosedCircle"/><w:lvlText w:val="%1"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="1"/></w:num><w:num w:numId="2"><w:abstractNumId w:val="2"/></w:num>"#;
-    let body = [np(1, 0, &run("総則")), np(1, 0, &run("定義")), np(2, 0, &run("one")), np(2, 0, &run("two"))].concat();
+    let body = [
+        np(1, 0, &run("総則")),
+        np(1, 0, &run("定義")),
+        np(2, 0, &run("one")),
+        np(2, 0, &run("two")),
+    ]
+    .concat();
     let d = Docx { body, numbering: Some(numbering.into()), ..Default::default() };
     assert_eq!(accepted(&d), ["第１条 総則", "第２条 定義", "① one", "② two"]);
 }
@@ -516,7 +583,12 @@ fn changes_carried_over_from_the_input_are_marked_as_an_earlier_round() {
     let v = annotated::render_against(&output, "t", Some(&input));
     assert!(v.contains("~~100%~~++200%++{@Vendor Counsel, earlier round}"), "{v}");
     assert!(v.contains("++Fees are fixed.++{@Vendor Counsel}"), "{v}");
-    assert!(v.contains("{cmt-0} @Vendor Counsel, earlier round, 2025-01-01, on \"~~100%~~++200%++\": Our cap."), "{v}");
+    assert!(
+        v.contains(
+            "{cmt-0} @Vendor Counsel, earlier round, 2025-01-01, on \"~~100%~~++200%++\": Our cap."
+        ),
+        "{v}"
+    );
     assert!(v.contains("| Vendor Counsel | 1 | 0 |"), "this round: one insertion: {v}");
     assert!(v.contains("| Vendor Counsel (earlier rounds) | 1 | 1 |"), "earlier rounds: {v}");
     // Without the input, nothing is marked.
@@ -530,7 +602,8 @@ fn the_comment_appendix_shows_the_anchor_with_its_markup() {
         del(1, "B", "ninety (90) days"),
         ins(2, "B", "sixty (60) days")
     );
-    let comments = r#"<w:comment w:id="4" w:author="B"><w:p><w:r><w:t>Shorter.</w:t></w:r></w:p></w:comment>"#;
+    let comments =
+        r#"<w:comment w:id="4" w:author="B"><w:p><w:r><w:t>Shorter.</w:t></w:r></w:p></w:comment>"#;
     let v = view(&Docx { body, comments: Some(comments.into()), ..Default::default() });
     assert!(v.contains(r#"on "~~ninety (90) days~~++sixty (60) days++": Shorter."#), "{v}");
 }

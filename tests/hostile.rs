@@ -1,5 +1,6 @@
 //! Bad and hostile input: each ends in a precise error, never a panic or a
 //! hang, and memory stays bounded by the limits, not by what a file declares.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 
@@ -30,7 +31,9 @@ fn not_a_zip() {
 fn truncated_zip() {
     let bytes = Docx::body(&p("text")).bytes();
     let cut = bytes[..bytes.len() / 2].to_vec();
-    assert!(message(cut).starts_with("not a readable .docx: the zip archive is damaged or truncated"));
+    assert!(
+        message(cut).starts_with("not a readable .docx: the zip archive is damaged or truncated")
+    );
 }
 
 #[test]
@@ -47,13 +50,20 @@ fn legacy_doc_and_encrypted_docx() {
 
 #[test]
 fn missing_main_part() {
-    let bytes = zip_files(&[("[Content_Types].xml", b"<Types/>"), ("word/styles.xml", b"<w:styles/>")]);
-    assert_eq!(message(bytes), "not a .docx: the package has no word/document.xml part (is it a Word document?)");
+    let bytes =
+        zip_files(&[("[Content_Types].xml", b"<Types/>"), ("word/styles.xml", b"<w:styles/>")]);
+    assert_eq!(
+        message(bytes),
+        "not a .docx: the package has no word/document.xml part (is it a Word document?)"
+    );
 }
 
 #[test]
 fn malformed_xml_names_the_part() {
-    let bytes = zip_files(&[("word/document.xml", b"<w:document xmlns:w=\"x\"><w:body><w:p></w:body></w:document>")]);
+    let bytes = zip_files(&[(
+        "word/document.xml",
+        b"<w:document xmlns:w=\"x\"><w:body><w:p></w:body></w:document>",
+    )]);
     let m = message(bytes);
     assert!(m.starts_with("malformed XML in word/document.xml at byte"), "{m}");
 }
@@ -71,8 +81,9 @@ fn dtd_and_entities_are_refused_not_expanded() {
 #[test]
 fn zip_bombs_fail_fast() {
     // 8 MiB of one byte inflates from a few kilobytes: ratio far above 200.
-    let mut xml =
-        String::from(r#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>"#);
+    let mut xml = String::from(
+        r#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>"#,
+    );
     xml.push_str(&"a".repeat(8 << 20));
     xml.push_str("</w:t></w:r></w:p></w:body></w:document>");
     let bytes = zip_files(&[("word/document.xml", xml.as_bytes())]);
@@ -83,7 +94,10 @@ fn zip_bombs_fail_fast() {
     // after reading at most cap + 1 bytes.
     let limits = Limits { max_part_bytes: 1 << 20, max_ratio: u64::MAX, ..Limits::default() };
     let m = from_bytes(bytes.clone(), limits).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(m.contains("word/document.xml once decompressed is larger than the 1048576-byte limit"), "{m}");
+    assert!(
+        m.contains("word/document.xml once decompressed is larger than the 1048576-byte limit"),
+        "{m}"
+    );
     // Total cap across parts.
     let limits = Limits { max_total_bytes: 1 << 20, max_ratio: u64::MAX, ..Limits::default() };
     let m = from_bytes(bytes, limits).err().map(|e| e.to_string()).unwrap_or_default();
@@ -92,7 +106,9 @@ fn zip_bombs_fail_fast() {
 
 #[test]
 fn deep_nesting_is_refused() {
-    let mut xml = String::from(r#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>"#);
+    let mut xml = String::from(
+        r#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>"#,
+    );
     xml.push_str(&"<w:sdt><w:sdtContent>".repeat(5000));
     let m = message(zip_files(&[("word/document.xml", xml.as_bytes())]));
     assert!(m.contains("nested deeper than"), "{m}");
@@ -106,7 +122,12 @@ fn dangling_comment_references_warn_and_duplicate_ids_fail() {
         ..Default::default()
     };
     let doc = d.load();
-    assert_eq!(doc.warnings, ["the document anchors comment id 7, which word/comments.xml does not define; the anchor is ignored"]);
+    assert_eq!(
+        doc.warnings,
+        [
+            "the document anchors comment id 7, which word/comments.xml does not define; the anchor is ignored"
+        ]
+    );
     assert!(!redjury::view::annotated::render(&doc, "x").contains("{cmt-7}"));
     let dup = Docx {
         body: p("x"),
@@ -114,7 +135,10 @@ fn dangling_comment_references_warn_and_duplicate_ids_fail() {
         ..Default::default()
     };
     let m = message(dup.bytes());
-    assert_eq!(m, "word/comments.xml defines comment id 1 twice; anchors cannot be matched to comments");
+    assert_eq!(
+        m,
+        "word/comments.xml defines comment id 1 twice; anchors cannot be matched to comments"
+    );
 }
 
 #[test]
@@ -132,7 +156,11 @@ fn reply_cycles_terminate() {
 
 fn redjury(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_redjury")).args(args).output().expect("run redjury");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[test]
@@ -140,7 +168,11 @@ fn gate_exit_codes() {
     let dir = std::env::temp_dir().join(format!("redjury-gate-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let good = dir.join("good.docx");
-    std::fs::write(&good, Docx::body(&format!("<w:p>{}</w:p>", ins(1, "Buyer Counsel", "x"))).bytes()).expect("write");
+    std::fs::write(
+        &good,
+        Docx::body(&format!("<w:p>{}</w:p>", ins(1, "Buyer Counsel", "x"))).bytes(),
+    )
+    .expect("write");
     let bad = dir.join("bad.docx");
     std::fs::write(&bad, b"PK\x03\x04 truncated").expect("write");
     let good_s = good.to_string_lossy().into_owned();
@@ -172,7 +204,10 @@ fn open_close_pairs_where_empty_elements_are_usual_lose_nothing() {
         p("next")
     ));
     let doc = d.load();
-    assert_eq!(redjury::view::plain::lines(&doc, redjury::docx::State::Accepted), ["Hi\u{2011}there", "next"]);
+    assert_eq!(
+        redjury::view::plain::lines(&doc, redjury::docx::State::Accepted),
+        ["Hi\u{2011}there", "next"]
+    );
     assert!(redjury::view::annotated::render(&doc, "x").contains("[p-001] next"));
 }
 
@@ -182,10 +217,18 @@ fn hostile_numbering_and_styles_do_not_panic() {
     // An empty character style before the paragraph styles must not hide them.
     let styles = r#"<w:style w:type="character" w:styleId="C"/><w:style w:type="paragraph" w:styleId="H"><w:pPr><w:numPr><w:numId w:val="1"/></w:numPr></w:pPr></w:style>"#;
     let para = r#"<w:p><w:pPr><w:pStyle w:val="H"/></w:pPr><w:r><w:t>x</w:t></w:r></w:p>"#;
-    let d = Docx { body: para.repeat(3), numbering: Some(numbering.into()), styles: Some(styles.into()), ..Default::default() };
+    let d = Docx {
+        body: para.repeat(3),
+        numbering: Some(numbering.into()),
+        styles: Some(styles.into()),
+        ..Default::default()
+    };
     let lines = redjury::view::plain::lines(&d.load(), redjury::docx::State::Accepted);
     assert_eq!(lines.len(), 3);
-    assert!(lines.iter().all(|l| l.ends_with(". x")), "style-linked numbering still applies: {lines:?}");
+    assert!(
+        lines.iter().all(|l| l.ends_with(". x")),
+        "style-linked numbering still applies: {lines:?}"
+    );
 }
 
 #[test]
@@ -209,7 +252,13 @@ fn duplicate_part_names_are_refused() {
         ("word/document.xml", document.as_bytes()),
         ("word/documenX.xml", document.as_bytes()),
     ]);
-    for w in twice.windows(17).enumerate().filter(|(_, w)| *w == b"word/documenX.xml").map(|(i, _)| i).collect::<Vec<_>>() {
+    for w in twice
+        .windows(17)
+        .enumerate()
+        .filter(|(_, w)| *w == b"word/documenX.xml")
+        .map(|(i, _)| i)
+        .collect::<Vec<_>>()
+    {
         twice[w + 12] = b't';
     }
     assert!(message(twice).contains("holds word/document.xml twice; readers"), "{good:?}");
@@ -217,19 +266,34 @@ fn duplicate_part_names_are_refused() {
 
 #[test]
 fn what_is_not_a_regular_file_is_refused_before_reading() {
-    let e = redjury::docx::load(std::path::Path::new("/dev/zero")).err().map(|e| e.to_string()).unwrap_or_default();
-    assert_eq!(e, "cannot read /dev/zero: it is a device, not a regular file; give the path of a .docx file");
+    let e = redjury::docx::load(std::path::Path::new("/dev/zero"))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert_eq!(
+        e,
+        "cannot read /dev/zero: it is a device, not a regular file; give the path of a .docx file"
+    );
     let dir = std::env::temp_dir().join(format!("redjury-fifo-{}", std::process::id()));
     let _ = std::fs::remove_file(&dir);
     let made = Command::new("mkfifo").arg(&dir).status().map(|s| s.success()).unwrap_or(false);
     if made {
         // Reading a FIFO with no writer would block forever.
         let e = redjury::docx::load(&dir).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(e.ends_with("it is a FIFO (named pipe), not a regular file; give the path of a .docx file"), "{e}");
+        assert!(
+            e.ends_with(
+                "it is a FIFO (named pipe), not a regular file; give the path of a .docx file"
+            ),
+            "{e}"
+        );
         let _ = std::fs::remove_file(&dir);
     }
-    let e = redjury::docx::load(&std::env::temp_dir()).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(e.ends_with("it is a directory, not a regular file; give the path of a .docx file"), "{e}");
+    let e =
+        redjury::docx::load(&std::env::temp_dir()).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        e.ends_with("it is a directory, not a regular file; give the path of a .docx file"),
+        "{e}"
+    );
 }
 
 /// Comments whose ranges all overlap: each comment keeps its range, not
@@ -239,10 +303,18 @@ fn overlapping_comment_ranges_keep_bounded_anchors() {
     let n = 400;
     let starts: String = (0..n).map(|i| format!(r#"<w:commentRangeStart w:id="{i}"/>"#)).collect();
     let ends: String = (0..n).map(|i| format!(r#"<w:commentRangeEnd w:id="{i}"/>"#)).collect();
-    let body = format!("<w:p>{starts}{}</w:p>{}<w:p>{}{ends}</w:p>", run("start"), p(&"long text ".repeat(2000)).repeat(20), run("end"));
+    let body = format!(
+        "<w:p>{starts}{}</w:p>{}<w:p>{}{ends}</w:p>",
+        run("start"),
+        p(&"long text ".repeat(2000)).repeat(20),
+        run("end")
+    );
     let comments: String =
         (0..n).map(|i| format!(r#"<w:comment w:id="{i}" w:author="A"><w:p><w:r><w:t>c{i}</w:t></w:r></w:p></w:comment>"#)).collect();
     let doc = Docx { body, comments: Some(comments), ..Default::default() }.load();
     assert_eq!(doc.comments.len(), n);
-    assert!(doc.comments.iter().all(|c| c.anchor.starts_with("start") && c.anchor.len() <= 4096), "anchors are capped");
+    assert!(
+        doc.comments.iter().all(|c| c.anchor.starts_with("start") && c.anchor.len() <= 4096),
+        "anchors are capped"
+    );
 }

@@ -1,5 +1,6 @@
 //! Judges against in-process mock servers on 127.0.0.1 that speak each
 //! provider's wire format, with injected faults.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 
@@ -54,7 +55,8 @@ fn prompt(doc: &str) -> Prompt {
 }
 
 fn temp_cache(tag: &str) -> (Arc<Cache>, std::path::PathBuf) {
-    let path = std::env::temp_dir().join(format!("redjury-judges-{tag}-{}.sqlite", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("redjury-judges-{tag}-{}.sqlite", std::process::id()));
     for suffix in ["", "-wal", "-shm", ".pending.jsonl"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
@@ -67,7 +69,11 @@ fn verdict(v: &JudgeVote) -> Option<Verdict> {
 
 #[tokio::test]
 async fn each_provider_speaks_its_wire_format_and_verdicts_are_recovered() {
-    for (provider, name) in [(Provider::Openai, "openai"), (Provider::Anthropic, "anthropic"), (Provider::Gemini, "gemini")] {
+    for (provider, name) in [
+        (Provider::Openai, "openai"),
+        (Provider::Anthropic, "anthropic"),
+        (Provider::Gemini, "gemini"),
+    ] {
         let server = MockServer::start(answering(name, &["r1", "r3"])).await;
         let judge = judge_for(provider, &server.url());
         let (cache, _) = temp_cache(name);
@@ -93,13 +99,30 @@ async fn each_provider_speaks_its_wire_format_and_verdicts_are_recovered() {
             }
             Provider::Anthropic => {
                 assert_eq!(r.path, "/v1/messages");
-                assert_eq!(r.header("authorization"), Some(format!("Bearer {KEY}").as_str()), "as the current SDK sends it");
+                assert_eq!(
+                    r.header("authorization"),
+                    Some(format!("Bearer {KEY}").as_str()),
+                    "as the current SDK sends it"
+                );
                 assert_eq!(r.header("anthropic-version"), Some(ANTHROPIC_VERSION));
-                assert_eq!(body["tool_choice"], serde_json::json!({"type": "tool", "name": "record_verdicts"}));
+                assert_eq!(
+                    body["tool_choice"],
+                    serde_json::json!({"type": "tool", "name": "record_verdicts"})
+                );
                 assert_eq!(body["max_tokens"], 1024);
                 assert_eq!(body["messages"][0]["content"][0]["cache_control"]["type"], "ephemeral");
-                assert!(body["messages"][0]["content"][0]["text"].as_str().unwrap_or("").contains("BEGIN DOCUMENT"));
-                assert!(body["messages"][0]["content"][1]["text"].as_str().unwrap_or("").contains("## Rubric 1"));
+                assert!(
+                    body["messages"][0]["content"][0]["text"]
+                        .as_str()
+                        .unwrap_or("")
+                        .contains("BEGIN DOCUMENT")
+                );
+                assert!(
+                    body["messages"][0]["content"][1]["text"]
+                        .as_str()
+                        .unwrap_or("")
+                        .contains("## Rubric 1")
+                );
                 assert_eq!(result.usage.input, 1000);
             }
             Provider::Gemini => {
@@ -107,7 +130,12 @@ async fn each_provider_speaks_its_wire_format_and_verdicts_are_recovered() {
                 assert_eq!(r.header("x-goog-api-key"), Some(KEY));
                 assert_eq!(body["generationConfig"]["responseMimeType"], "application/json");
                 assert_eq!(body["generationConfig"]["responseSchema"]["type"], "OBJECT");
-                assert!(body["systemInstruction"]["parts"][0]["text"].as_str().unwrap_or("").contains("STRICT"));
+                assert!(
+                    body["systemInstruction"]["parts"][0]["text"]
+                        .as_str()
+                        .unwrap_or("")
+                        .contains("STRICT")
+                );
             }
             other => panic!("no wire-format test for {other:?}"),
         }
@@ -144,7 +172,11 @@ async fn retry_after_is_honoured_on_429() {
     // retry-after-ms wins over the backoff too (Anthropic 529 overloaded).
     let handler: Handler = Arc::new(|req: &Recorded, i| {
         if i == 0 {
-            status(529, &[("retry-after-ms", "600")], r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
+            status(
+                529,
+                &[("retry-after-ms", "600")],
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            )
         } else {
             ok(success_body("anthropic", &verdicts_json(&req.rubric_ids(), &|_| "FAIL")))
         }
@@ -163,7 +195,11 @@ async fn transient_faults_are_retried_until_an_answer_arrives() {
     // JSON, then fenced JSON with prose: the answer is still recovered.
     let handler: Handler = Arc::new(|req: &Recorded, i| match i {
         0 => status(500, &[], r#"{"error":{"message":"internal"}}"#),
-        1 => status(503, &[], r#"{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#),
+        1 => status(
+            503,
+            &[],
+            r#"{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#,
+        ),
         2 => Action::Stall(Duration::from_secs(3)),
         3 => Action::Drop,
         4 => ok(success_body("gemini", "{\"verdicts\": [ {\"rubric_id\": \"r1\", ")),
@@ -202,9 +238,18 @@ async fn missing_unknown_and_duplicate_ids() {
     let judge = judge_for(Provider::Openai, &server.url());
     let (cache, _) = temp_cache("ids");
     let result = judge.call(&prompt("doc"), 0, &cache).await;
-    assert_eq!(result.votes["r1"], JudgeVote::Verdict { verdict: Verdict::Pass, justification: "first".into() });
-    assert_eq!(result.votes["r2"], JudgeVote::Abstain { reason: "the judge returned no verdict for this rubric".into() });
-    assert_eq!(result.votes["r3"], JudgeVote::Abstain { reason: "invalid verdict \"PASSED\"".into() });
+    assert_eq!(
+        result.votes["r1"],
+        JudgeVote::Verdict { verdict: Verdict::Pass, justification: "first".into() }
+    );
+    assert_eq!(
+        result.votes["r2"],
+        JudgeVote::Abstain { reason: "the judge returned no verdict for this rubric".into() }
+    );
+    assert_eq!(
+        result.votes["r3"],
+        JudgeVote::Abstain { reason: "invalid verdict \"PASSED\"".into() }
+    );
     assert_eq!(result.votes.len(), 3);
 }
 
@@ -217,7 +262,10 @@ async fn refusals_and_safety_blocks_are_abstentions_with_their_reason() {
     let judge = judge_for(Provider::Openai, &server.url());
     let (cache, _) = temp_cache("refusal");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
-    assert_eq!(r.votes["r1"], JudgeVote::Abstain { reason: "refused: I can't assist with that.".into() });
+    assert_eq!(
+        r.votes["r1"],
+        JudgeVote::Abstain { reason: "refused: I can't assist with that.".into() }
+    );
     assert_eq!(server.requests().len(), 1, "a refusal is an answer, not a fault to retry");
 
     let blocked: Handler = Arc::new(|_: &Recorded, _| {
@@ -232,24 +280,35 @@ async fn refusals_and_safety_blocks_are_abstentions_with_their_reason() {
 
 #[tokio::test]
 async fn a_permanent_failure_ends_as_an_abstention_and_a_bad_key_stops_traffic() {
-    let always_503: Handler = Arc::new(|_: &Recorded, _| status(503, &[], r#"{"error":{"message":"unavailable"}}"#));
+    let always_503: Handler =
+        Arc::new(|_: &Recorded, _| status(503, &[], r#"{"error":{"message":"unavailable"}}"#));
     let server = MockServer::start(always_503).await;
     let judge = judge_for(Provider::Openai, &server.url());
     let (cache, _) = temp_cache("permanent");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(server.requests().len(), 4, "max_attempts");
     let reason = r.failure.expect("failed");
-    assert!(reason.contains("failed after 4 attempt(s)") && reason.contains("HTTP 503"), "{reason}");
+    assert!(
+        reason.contains("failed after 4 attempt(s)") && reason.contains("HTTP 503"),
+        "{reason}"
+    );
     assert!(matches!(&r.votes["r1"], JudgeVote::Abstain { .. }));
 
     let unauthorized: Handler = Arc::new(|_: &Recorded, _| {
-        status(401, &[], r#"{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}"#)
+        status(
+            401,
+            &[],
+            r#"{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}"#,
+        )
     });
     let server = MockServer::start(unauthorized).await;
     let judge = judge_for(Provider::Openai, &server.url());
     let r = judge.call(&prompt("doc one"), 0, &cache).await;
     let reason = r.failure.expect("failed");
-    assert_eq!(reason, "judge stopped: judge 'openai-judge' (openai): HTTP 401: Incorrect API key provided.");
+    assert_eq!(
+        reason,
+        "judge stopped: judge 'openai-judge' (openai): HTTP 401: Incorrect API key provided."
+    );
     assert!(!reason.contains(KEY));
     let r = judge.call(&prompt("doc two"), 0, &cache).await;
     assert!(r.failure.expect("failed").starts_with("judge stopped: "));
@@ -267,7 +326,9 @@ async fn the_limiter_keeps_requests_under_the_rate() {
     let mut handles = Vec::new();
     for i in 0..25 {
         let (judge, cache) = (judge.clone(), cache.clone());
-        handles.push(tokio::spawn(async move { judge.call(&prompt(&format!("doc {i}")), 0, &cache).await }));
+        handles.push(tokio::spawn(async move {
+            judge.call(&prompt(&format!("doc {i}")), 0, &cache).await
+        }));
     }
     for h in handles {
         assert_eq!(h.await.expect("join").failure, None);
@@ -307,14 +368,19 @@ async fn a_second_run_is_served_from_the_cache_and_keys_never_reach_it() {
     let bytes = std::fs::read(&path).expect("cache file");
     let wal = std::fs::read(path.with_extension("sqlite-wal")).unwrap_or_default();
     for b in [bytes, wal] {
-        assert!(!b.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "the API key reached the cache");
+        assert!(
+            !b.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+            "the API key reached the cache"
+        );
     }
 }
 
 #[tokio::test]
 async fn no_key_means_abstention_without_traffic() {
     let server = MockServer::start(answering("openai", &[])).await;
-    let judge = Judge::new(config(Provider::Openai, &server.url()), Auth::Missing { env: "UNUSED".into() }).expect("judge");
+    let judge =
+        Judge::new(config(Provider::Openai, &server.url()), Auth::Missing { env: "UNUSED".into() })
+            .expect("judge");
     let (cache, _) = temp_cache("nokey");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(r.failure.as_deref(), Some("no API key: set UNUSED"));
@@ -338,7 +404,9 @@ async fn a_per_prompt_4xx_fails_only_that_call() {
     let judge = judge_for(Provider::Openai, &server.url());
     let (cache, _) = temp_cache("per-prompt-4xx");
     let first = judge.call(&prompt("a very long document"), 0, &cache).await;
-    assert!(first.failure.expect("failed").contains("HTTP 400: This model's maximum context length"));
+    assert!(
+        first.failure.expect("failed").contains("HTTP 400: This model's maximum context length")
+    );
     let second = judge.call(&prompt("a short document"), 0, &cache).await;
     assert_eq!(second.failure, None, "the judge still takes other prompts");
     assert_eq!(server.requests().len(), 2, "a 400 is not retried");
@@ -357,7 +425,9 @@ async fn the_token_limiter_paces_large_calls() {
     let mut handles = Vec::new();
     for i in 0..6 {
         let (judge, cache) = (judge.clone(), cache.clone());
-        handles.push(tokio::spawn(async move { judge.call(&prompt(&format!("doc {i}")), 0, &cache).await }));
+        handles.push(tokio::spawn(async move {
+            judge.call(&prompt(&format!("doc {i}")), 0, &cache).await
+        }));
     }
     for h in handles {
         assert_eq!(h.await.expect("join").failure, None);
@@ -372,9 +442,14 @@ async fn retry_after_as_an_http_date_is_honoured() {
         if i == 0 {
             // Two seconds ahead, to the second: the wait is 1–2 s.
             let at = std::time::SystemTime::now() + Duration::from_secs(2);
-            let secs = at.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
+            let secs =
+                at.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
             let date = http_date(secs);
-            Action::Respond { status: 503, headers: vec![("retry-after".into(), date)], body: r#"{"error":{"message":"busy"}}"#.into() }
+            Action::Respond {
+                status: 503,
+                headers: vec![("retry-after".into(), date)],
+                body: r#"{"error":{"message":"busy"}}"#.into(),
+            }
         } else {
             ok(success_body("openai", &verdicts_json(&req.rubric_ids(), &|_| "PASS")))
         }
@@ -384,7 +459,11 @@ async fn retry_after_as_an_http_date_is_honoured() {
     let (cache, _) = temp_cache("http-date");
     assert_eq!(judge.call(&prompt("doc"), 0, &cache).await.failure, None);
     let reqs = server.requests();
-    assert!(reqs[1].at - reqs[0].at >= Duration::from_millis(900), "waited {:?}", reqs[1].at - reqs[0].at);
+    assert!(
+        reqs[1].at - reqs[0].at >= Duration::from_millis(900),
+        "waited {:?}",
+        reqs[1].at - reqs[0].at
+    );
 }
 
 /// IMF-fixdate for a Unix time (the inverse of what the client parses).
@@ -402,15 +481,28 @@ fn http_date(secs: i64) -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days.rem_euclid(7) as usize];
-    let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][(m - 1) as usize];
-    format!("{weekday}, {d:02} {month} {y} {:02}:{:02}:{:02} GMT", rem / 3600, rem % 3600 / 60, rem % 60)
+    let month =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+            [(m - 1) as usize];
+    format!(
+        "{weekday}, {d:02} {month} {y} {:02}:{:02}:{:02} GMT",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
-async fn calls(judge: &Arc<Judge>, cache: &Arc<Cache>, n: usize) -> Vec<redjury::judge::CallResult> {
+async fn calls(
+    judge: &Arc<Judge>,
+    cache: &Arc<Cache>,
+    n: usize,
+) -> Vec<redjury::judge::CallResult> {
     let mut handles = Vec::new();
     for i in 0..n {
         let (judge, cache) = (judge.clone(), cache.clone());
-        handles.push(tokio::spawn(async move { judge.call(&prompt(&format!("doc {i}")), 0, &cache).await }));
+        handles.push(tokio::spawn(async move {
+            judge.call(&prompt(&format!("doc {i}")), 0, &cache).await
+        }));
     }
     let mut out = Vec::new();
     for h in handles {
@@ -427,7 +519,8 @@ async fn a_stopped_judge_gets_no_more_requests_than_its_concurrency() {
         Action::StatusLater(
             Duration::from_millis(150),
             401,
-            r#"{"error":{"message":"Incorrect API key provided.","code":"invalid_api_key"}}"#.into(),
+            r#"{"error":{"message":"Incorrect API key provided.","code":"invalid_api_key"}}"#
+                .into(),
         )
     });
     let server = MockServer::start(handler).await;
@@ -435,8 +528,14 @@ async fn a_stopped_judge_gets_no_more_requests_than_its_concurrency() {
     let (cache, _) = temp_cache("stop-after-permit");
     let results = calls(&judge, &cache, 80).await;
     let sent = server.requests().len();
-    assert!(sent <= 1 + judge.config.max_concurrency as usize, "{sent} requests went out after a 401 (max_concurrency 4)");
-    assert!(results.iter().all(|r| r.failure.as_deref().is_some_and(|f| f.contains("HTTP 401"))), "every call abstains naming the 401");
+    assert!(
+        sent <= 1 + judge.config.max_concurrency as usize,
+        "{sent} requests went out after a 401 (max_concurrency 4)"
+    );
+    assert!(
+        results.iter().all(|r| r.failure.as_deref().is_some_and(|f| f.contains("HTTP 401"))),
+        "every call abstains naming the 401"
+    );
     assert!(judge.stopped().is_some_and(|why| why.contains("Incorrect API key")));
 }
 
@@ -450,7 +549,11 @@ async fn bad_keys_stop_the_judge_whatever_the_status() {
         )
     });
     let gateway: Handler = Arc::new(|_: &Recorded, _| {
-        status(400, &[], r#"{"error":{"message":"Invalid API key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#)
+        status(
+            400,
+            &[],
+            r#"{"error":{"message":"Invalid API key","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}"#,
+        )
     });
     for (provider, handler) in [(Provider::Gemini, gemini), (Provider::Openai, gateway)] {
         let server = MockServer::start(handler).await;
@@ -459,7 +562,10 @@ async fn bad_keys_stop_the_judge_whatever_the_status() {
         let first = judge.call(&prompt("one"), 0, &cache).await;
         assert!(first.failure.as_deref().is_some_and(|f| f.contains("HTTP 400")), "{first:?}");
         let second = judge.call(&prompt("two"), 0, &cache).await;
-        assert!(second.failure.as_deref().is_some_and(|f| f.starts_with("judge stopped: ")), "{second:?}");
+        assert!(
+            second.failure.as_deref().is_some_and(|f| f.starts_with("judge stopped: ")),
+            "{second:?}"
+        );
         assert_eq!(server.requests().len(), 1, "{provider:?}: no traffic after a bad key");
     }
 }
@@ -468,7 +574,9 @@ async fn bad_keys_stop_the_judge_whatever_the_status() {
 async fn truncated_replies_are_retried_never_cached_and_billed() {
     // A complete-looking tool input, but cut off at max_tokens.
     let cut = |req: &Recorded| {
-        let input: serde_json::Value = serde_json::from_str(&verdicts_json(&req.rubric_ids(), &|_| "PASS")).unwrap_or_default();
+        let input: serde_json::Value =
+            serde_json::from_str(&verdicts_json(&req.rubric_ids(), &|_| "PASS"))
+                .unwrap_or_default();
         serde_json::json!({
             "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
             "content": [{"type": "tool_use", "id": "t", "name": "record_verdicts", "input": input}],
@@ -518,7 +626,11 @@ async fn an_oversized_reply_is_a_failed_attempt() {
     let (cache, _) = temp_cache("oversized");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(r.failure, None);
-    assert_eq!((r.attempts, server.requests().len()), (2, 2), "the 2 MB reply was refused and retried");
+    assert_eq!(
+        (r.attempts, server.requests().len()),
+        (2, 2),
+        "the 2 MB reply was refused and retried"
+    );
     assert_eq!(r.votes["r1"].verdict(), Some(Verdict::Pass), "the answer is the second, small one");
 }
 
@@ -551,7 +663,10 @@ async fn openai_compatible_servers_get_their_fields_and_no_key() {
 #[tokio::test]
 async fn identical_concurrent_calls_share_one_request() {
     let slow: Handler = Arc::new(|req: &Recorded, _| {
-        Action::Later(Duration::from_millis(200), success_body("openai", &verdicts_json(&req.rubric_ids(), &|_| "PASS")))
+        Action::Later(
+            Duration::from_millis(200),
+            success_body("openai", &verdicts_json(&req.rubric_ids(), &|_| "PASS")),
+        )
     });
     let server = MockServer::start(slow).await;
     let judge = Arc::new(judge_for(Provider::Openai, &server.url()));
@@ -559,7 +674,9 @@ async fn identical_concurrent_calls_share_one_request() {
     let mut handles = Vec::new();
     for _ in 0..10 {
         let (judge, cache) = (judge.clone(), cache.clone());
-        handles.push(tokio::spawn(async move { judge.call(&prompt("the same document"), 0, &cache).await }));
+        handles.push(tokio::spawn(async move {
+            judge.call(&prompt("the same document"), 0, &cache).await
+        }));
     }
     for h in handles {
         assert_eq!(h.await.expect("join").failure, None);

@@ -1,5 +1,6 @@
 //! Task and output layouts on disk: reference task files, Harbor task
 //! folders, and every output layout, including Harbor job folders.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::path::{Path, PathBuf};
 
@@ -35,14 +36,23 @@ fn harbor_task_folders_with_metadata_and_an_input() {
         "[task]\nname = \"redline-s2-t1-g01a\"\n\n[metadata]\nscenario_id = 2\nrepresented_party = \"Buyer\"\ncounterparty = \"Seller\"\nauthor = \"Buyer Counsel\"\n",
     );
     std::fs::create_dir_all(task.join("environment/app")).expect("mkdir");
-    std::fs::copy(root().join("scenarios/s2-services-agreement/inputs/s2-t1-g01.docx"), task.join("environment/app/contract.docx"))
-        .expect("copy");
+    std::fs::copy(
+        root().join("scenarios/s2-services-agreement/inputs/s2-t1-g01.docx"),
+        task.join("environment/app/contract.docx"),
+    )
+    .expect("copy");
     let tasks = load_tasks(&dir).expect("loads");
     let t = &tasks[0];
-    assert_eq!((t.name.as_str(), t.scenario.as_str(), t.turn, t.input_group.as_str()), ("redline-s2-t1-g01a", "2", 1, "s2-t1-g01"));
+    assert_eq!(
+        (t.name.as_str(), t.scenario.as_str(), t.turn, t.input_group.as_str()),
+        ("redline-s2-t1-g01a", "2", 1, "s2-t1-g01")
+    );
     assert_eq!(t.variant.as_deref(), Some("a"));
     assert_eq!((t.represented_party.as_str(), t.author.as_str()), ("Buyer", "Buyer Counsel"));
-    assert_eq!(t.rubrics[0].category, "legal correctness", "categories are kept as written, as the reference keys them");
+    assert_eq!(
+        t.rubrics[0].category, "legal correctness",
+        "categories are kept as written, as the reference keys them"
+    );
     assert!(t.input_doc.is_some(), "the environment's contract is the input");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -52,14 +62,26 @@ fn task_errors_name_the_file_and_the_problem() {
     let dir = temp("bad-tasks");
     let base = r#""scenario_id": 1, "side": "A", "level": 1, "input_group": "s1-t1-g01", "represented_party": "V", "counterparty": "C", "author": "A""#;
     for (name, rubrics, expected) in [
-        ("redline-s1-t1-g01a", r#"[{"id": "r1", "criteria": "x", "category": "c", "weight": 0}]"#, "rubric r1: weight 0 is out of range"),
-        ("redline-s1-t1-g01b", r#"[{"id": "r1", "criteria": "x", "category": "c", "weight": 11}]"#, "rubric r1: weight 11 is out of range"),
+        (
+            "redline-s1-t1-g01a",
+            r#"[{"id": "r1", "criteria": "x", "category": "c", "weight": 0}]"#,
+            "rubric r1: weight 0 is out of range",
+        ),
+        (
+            "redline-s1-t1-g01b",
+            r#"[{"id": "r1", "criteria": "x", "category": "c", "weight": 11}]"#,
+            "rubric r1: weight 11 is out of range",
+        ),
         (
             "redline-s1-t1-g01c",
             r#"[{"id": "r1", "criteria": "x", "category": "c", "weight": 3}, {"id": "r1", "criteria": "y", "category": "c", "weight": 2}]"#,
             "duplicate rubric id \"r1\"",
         ),
-        ("redline-s1-t1-g01d", r#"[{"id": "r1", "criteria": "x", "category": "c", "weight": -3}]"#, "no rubric with a positive weight"),
+        (
+            "redline-s1-t1-g01d",
+            r#"[{"id": "r1", "criteria": "x", "category": "c", "weight": -3}]"#,
+            "no rubric with a positive weight",
+        ),
         (
             "redline-s1-t1-g01e",
             r#"[{"id": "r1", "criteria": "x", "category": "c", "weight": 3, "kind": "check", "check": {"type": "contains", "pattern": "[", "in": "accepted"}}]"#,
@@ -72,7 +94,10 @@ fn task_errors_name_the_file_and_the_problem() {
         assert!(e.starts_with(&one.display().to_string()) && e.contains(expected), "{e}");
     }
     let side = dir.join("redline-s1-t1-g01f.json");
-    write(&side, &format!("{{{}, \"rubrics\": []}}", base.replace("\"A\", \"level\"", "\"C\", \"level\"")));
+    write(
+        &side,
+        &format!("{{{}, \"rubrics\": []}}", base.replace("\"A\", \"level\"", "\"C\", \"level\"")),
+    );
     assert!(load_tasks(&side).expect_err("invalid").to_string().contains("unknown side \"C\""));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -112,7 +137,8 @@ fn every_output_layout_is_found_and_strays_are_reported() {
     .map(|s| s.to_string())
     .collect();
     let found = find_outputs(&dir, &names).expect("outputs");
-    let got: Vec<(String, String)> = found.found.iter().map(|o| (o.task.clone(), o.trial.clone())).collect();
+    let got: Vec<(String, String)> =
+        found.found.iter().map(|o| (o.task.clone(), o.trial.clone())).collect();
     assert_eq!(
         got,
         [
@@ -136,20 +162,37 @@ fn files_named_after_a_task_that_are_not_docx_are_listed_with_the_reason() {
     write(&dir.join("redline-s1-t1-g01b.pdf"), "%PDF");
     write(&dir.join("redline-s1-t2-g01a/contract.odt"), "odt");
     write(&dir.join("README.txt"), "not an output");
-    let names: Vec<String> = ["redline-s1-t1-g01a", "redline-s1-t1-g01b", "redline-s1-t2-g01a"].iter().map(|s| s.to_string()).collect();
+    let names: Vec<String> = ["redline-s1-t1-g01a", "redline-s1-t1-g01b", "redline-s1-t2-g01a"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let found = find_outputs(&dir, &names).expect("outputs");
     assert!(found.found.is_empty());
     let reasons: Vec<(String, String)> = found
         .unusable
         .iter()
-        .map(|(p, why)| (p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), why.clone()))
+        .map(|(p, why)| {
+            (
+                p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                why.clone(),
+            )
+        })
         .collect();
     assert_eq!(
         reasons,
         [
-            ("redline-s1-t1-g01a.doc".to_string(), "a legacy Word 97-2003 .doc: open it in Word and save it as .docx".to_string()),
-            ("redline-s1-t1-g01b.pdf".into(), "a PDF holds no tracked changes: the output must be the .docx itself".into()),
-            ("contract.odt".into(), "an OpenDocument text: save it as Word (.docx) with changes still tracked".into()),
+            (
+                "redline-s1-t1-g01a.doc".to_string(),
+                "a legacy Word 97-2003 .doc: open it in Word and save it as .docx".to_string()
+            ),
+            (
+                "redline-s1-t1-g01b.pdf".into(),
+                "a PDF holds no tracked changes: the output must be the .docx itself".into()
+            ),
+            (
+                "contract.odt".into(),
+                "an OpenDocument text: save it as Word (.docx) with changes still tracked".into()
+            ),
         ]
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -183,14 +226,29 @@ fn task_files_typos_ids_and_byte_order_marks() {
         ),
     );
     let e = load_tasks(&wrong).expect_err("contradiction").to_string();
-    assert!(e.contains(r#"task_id "redline-s9-t1-g01a" contradicts the task's name "redline-s1-t1-g01b""#), "{e}");
+    assert!(
+        e.contains(
+            r#"task_id "redline-s9-t1-g01a" contradicts the task's name "redline-s1-t1-g01b""#
+        ),
+        "{e}"
+    );
     // Both files' errors come back together from the folder.
     let e = load_tasks(&dir).expect_err("two bad files").to_string();
-    assert!(e.starts_with("2 task files are invalid:") && e.contains("autor") && e.contains("contradicts"), "{e}");
+    assert!(
+        e.starts_with("2 task files are invalid:")
+            && e.contains("autor")
+            && e.contains("contradicts"),
+        "{e}"
+    );
     // A UTF-8 byte-order mark (as Windows editors save) is accepted.
     let _ = std::fs::remove_dir_all(&dir);
     let bom = dir.join("redline-s1-t1-g01c.json");
-    write(&bom, &format!("\u{feff}{{{good}, \"rubrics\": [{{\"id\": \"r1\", \"criteria\": \"x\", \"category\": \"c\", \"weight\": 3}}]}}"));
+    write(
+        &bom,
+        &format!(
+            "\u{feff}{{{good}, \"rubrics\": [{{\"id\": \"r1\", \"criteria\": \"x\", \"category\": \"c\", \"weight\": 3}}]}}"
+        ),
+    );
     assert_eq!(load_tasks(&bom).expect("a BOM is fine")[0].name, "redline-s1-t1-g01c");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,6 +4,7 @@
 //! redjury's summary must equal, bit for bit, what the reference's own code
 //! computed (tests/parity/expected/, made by tests/parity/generate.py from
 //! salma-remyx/redline-bench's src/ — see that script for the command).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,7 +19,9 @@ fn dir() -> PathBuf {
 }
 
 fn map(v: &Value) -> BTreeMap<String, f64> {
-    v.as_object().map(|o| o.iter().filter_map(|(k, x)| Some((k.clone(), x.as_f64()?))).collect()).unwrap_or_default()
+    v.as_object()
+        .map(|o| o.iter().filter_map(|(k, x)| Some((k.clone(), x.as_f64()?))).collect())
+        .unwrap_or_default()
 }
 
 fn check(run: &str) {
@@ -32,17 +35,29 @@ fn check(run: &str) {
             r
         })
         .collect();
-    let expected: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir().join(format!("expected/{run}.json"))).expect("expected")).expect("json");
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir().join(format!("expected/{run}.json"))).expect("expected"),
+    )
+    .expect("json");
     let board = &expected["leaderboard"];
     let model = expected["model"].as_str().expect("model");
-    let s = Summary::build(&rows, vec![], vec![], Bootstrap { seed: 0, resamples: 5000 }, Some(model));
+    let s =
+        Summary::build(&rows, vec![], vec![], Bootstrap { seed: 0, resamples: 5000 }, Some(model));
     let f = &s.figures;
     assert_eq!(f.turn_weighted, board["overall_turn_weighted"].as_f64(), "{run}: headline");
-    assert_eq!(s.best_at_k.turn_weighted, board["best_at_k_turn_weighted"].as_f64(), "{run}: best@k");
-    let ci: Vec<f64> = board["ci"].as_array().expect("ci").iter().filter_map(Value::as_f64).collect();
+    assert_eq!(
+        s.best_at_k.turn_weighted,
+        board["best_at_k_turn_weighted"].as_f64(),
+        "{run}: best@k"
+    );
+    let ci: Vec<f64> =
+        board["ci"].as_array().expect("ci").iter().filter_map(Value::as_f64).collect();
     assert_eq!(s.ci95.map(|c| c.to_vec()), Some(ci), "{run}: CI");
-    assert_eq!(s.ci95_reference.as_ref().map(|r| r.seed), expected["model_seed"].as_u64(), "{run}: seed");
+    assert_eq!(
+        s.ci95_reference.as_ref().map(|r| r.seed),
+        expected["model_seed"].as_u64(),
+        "{run}: seed"
+    );
     assert_eq!(f.by_turn, map(&board["by_turn"]), "{run}: by_turn");
     assert_eq!(f.by_side, map(&board["by_side_turn_weighted"]), "{run}: by_side");
     assert_eq!(f.by_scenario, map(&board["by_scenario_turn_weighted"]), "{run}: by_scenario");
@@ -50,8 +65,16 @@ fn check(run: &str) {
     assert_eq!(f.by_scenario_turn, map(&expected["by_scenario_turn"]), "{run}: cells");
     assert_eq!(f.overall, expected["overall_score"].as_f64(), "{run}: overall");
     assert_eq!(f.mean_per_task, expected["mean_per_task_reward"].as_f64(), "{run}: mean per task");
-    assert_eq!(Some(s.counts.gate_failed as u64), board["n_gate_failures"].as_u64(), "{run}: gate failures");
-    assert_eq!(Some((s.counts.scored + s.counts.gate_failed) as u64), board["n_trials"].as_u64(), "{run}: trials");
+    assert_eq!(
+        Some(s.counts.gate_failed as u64),
+        board["n_gate_failures"].as_u64(),
+        "{run}: gate failures"
+    );
+    assert_eq!(
+        Some((s.counts.scored + s.counts.gate_failed) as u64),
+        board["n_trials"].as_u64(),
+        "{run}: trials"
+    );
     assert_eq!(Some(f.groups.len() as u64), board["n_input_groups"].as_u64(), "{run}: groups");
 }
 

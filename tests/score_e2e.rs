@@ -3,6 +3,7 @@
 //! score → identical rerun (zero calls) → rejudge with one judge changed
 //! (only its calls go out) → report; plus gate failures, incompleteness and
 //! the sanity check that the rubrics discriminate.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 
@@ -28,12 +29,17 @@ async fn score_rerun_rejudge_report() {
     assert_eq!(s["counts"]["scored"], 11);
     let headline = s["turn_weighted"].as_f64().expect("headline");
     assert!(headline >= 0.9, "gold redlines judged with gold verdicts score high: {headline}");
-    assert_eq!(std::fs::read_to_string(run1.join("rewards.jsonl")).expect("rewards").lines().count(), 11);
+    assert_eq!(
+        std::fs::read_to_string(run1.join("rewards.jsonl")).expect("rewards").lines().count(),
+        11
+    );
     let rows = results(&run1);
     let first = &rows[0];
     assert_eq!(first["status"], "scored");
     assert_eq!(first["rubrics"][0]["votes"].as_object().map(|o| o.len()), Some(3));
-    assert!(first["rubrics"][0]["justifications"]["gpt"].as_str().unwrap_or("").starts_with("Checked"));
+    assert!(
+        first["rubrics"][0]["justifications"]["gpt"].as_str().unwrap_or("").starts_with("Checked")
+    );
     assert!(run1.join("views/redline-s1-t2-g01a.md").is_file());
     for f in ["results.jsonl", "summary.json", "prompts.jsonl", "rewards.jsonl"] {
         let text = std::fs::read_to_string(run1.join(f)).expect("read");
@@ -74,10 +80,22 @@ async fn score_rerun_rejudge_report() {
     assert!(run3.join("views/redline-s1-t2-g01a.md").is_file(), "views carried over");
 
     // Report with a paired comparison and judge agreement.
-    let (code, out, err) =
-        redjury(vec!["report".into(), run3.display().to_string(), "--compare".into(), run1.display().to_string()], false).await;
+    let (code, out, err) = redjury(
+        vec![
+            "report".into(),
+            run3.display().to_string(),
+            "--compare".into(),
+            run1.display().to_string(),
+        ],
+        false,
+    )
+    .await;
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("# Paired comparison") && out.contains("11 task × trial rows scored in both runs"), "{out}");
+    assert!(
+        out.contains("# Paired comparison")
+            && out.contains("11 task × trial rows scored in both runs"),
+        "{out}"
+    );
     assert!(out.contains("| turn-weighted |") && out.contains("+0.0000"), "{out}");
     assert!(out.contains("Fleiss' kappa over") && out.contains("| claude – gemini |"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -90,7 +108,8 @@ async fn the_rubrics_discriminate_and_gate_failures_count_as_zero() {
     let cache = dir.join("cache.sqlite");
     let panel = judges.panel(&dir, "gemini-test");
     let run = dir.join("weak");
-    let (code, out, err) = redjury(score_args("scenarios/outputs/weak", &panel, &run, &cache), true).await;
+    let (code, out, err) =
+        redjury(score_args("scenarios/outputs/weak", &panel, &run, &cache), true).await;
     assert_eq!(code, 0, "{out}{err}");
     let weak = summary(&run)["turn_weighted"].as_f64().expect("headline");
     assert!(weak <= 0.35, "weak outputs score low: {weak}");
@@ -99,7 +118,8 @@ async fn the_rubrics_discriminate_and_gate_failures_count_as_zero() {
     // tasks without an output are listed, not dropped.
     let before = judges.counts();
     let run = dir.join("gate");
-    let (code, out, err) = redjury(score_args("scenarios/outputs/gate-fail", &panel, &run, &cache), true).await;
+    let (code, out, err) =
+        redjury(score_args("scenarios/outputs/gate-fail", &panel, &run, &cache), true).await;
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(judges.counts(), before, "gate failures are not judged");
     let s = summary(&run);
@@ -110,7 +130,13 @@ async fn the_rubrics_discriminate_and_gate_failures_count_as_zero() {
     for row in results(&run) {
         assert_eq!(row["status"], "gate_failed");
         assert_eq!(row["reward"], 0.0);
-        assert!(row["gate"]["reason"].as_str().unwrap_or("").starts_with("no tracked change or comment"), "{row}");
+        assert!(
+            row["gate"]["reason"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("no tracked change or comment"),
+            "{row}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -131,31 +157,51 @@ async fn judges_without_keys_leave_tasks_incomplete_or_pending_never_zero() {
     assert_eq!(judges.counts(), [0, 0, 0]);
     let s = summary(&run);
     // The two tasks made only of checks are scored offline; the rest wait.
-    assert_eq!((s["counts"]["pending"].as_u64(), s["counts"]["scored"].as_u64()), (Some(9), Some(2)));
+    assert_eq!(
+        (s["counts"]["pending"].as_u64(), s["counts"]["scored"].as_u64()),
+        (Some(9), Some(2))
+    );
     assert_eq!(s["dry_run"], true);
     assert!(s["judges"]["gpt"]["estimate"]["calls"].as_u64() == Some(9));
     let rewards = std::fs::read_to_string(run.join("rewards.jsonl")).expect("rewards");
     assert_eq!(rewards.lines().count(), 2, "rewards only for the rows scored offline: {rewards}");
-    assert!(rewards.contains("\"redline-s3-t1-g01a\"") && rewards.contains("\"redline-s3-t2-g01a\""), "{rewards}");
-    assert_eq!(std::fs::read_to_string(run.join("prompts.jsonl")).expect("prompts").lines().count(), 9, "prompts stored");
+    assert!(
+        rewards.contains("\"redline-s3-t1-g01a\"") && rewards.contains("\"redline-s3-t2-g01a\""),
+        "{rewards}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(run.join("prompts.jsonl")).expect("prompts").lines().count(),
+        9,
+        "prompts stored"
+    );
 
     // Two of three judges fail for good (401): quorum 2 cannot be met, so
     // every row is incomplete, exit 3, and no reward is written.
-    let bad: Handler = Arc::new(|_: &Recorded, _| status(401, &[], r#"{"error":{"message":"bad key"}}"#));
+    let bad: Handler =
+        Arc::new(|_: &Recorded, _| status(401, &[], r#"{"error":{"message":"bad key"}}"#));
     let openai = MockServer::start(bad.clone()).await;
     let anthropic = MockServer::start(bad).await;
-    let broken = Judges { openai, anthropic, gemini: MockServer::start(stand_in("gemini", "gold")).await };
+    let broken =
+        Judges { openai, anthropic, gemini: MockServer::start(stand_in("gemini", "gold")).await };
     let panel = broken.panel(&dir, "gemini-test");
     let run = dir.join("incomplete");
-    let (code, out, err) = redjury(score_args("gold/redlines", &panel, &run, &dir.join("cache2.sqlite")), true).await;
+    let (code, out, err) =
+        redjury(score_args("gold/redlines", &panel, &run, &dir.join("cache2.sqlite")), true).await;
     assert_eq!(code, 3, "{out}{err}");
     let s = summary(&run);
     assert_eq!(s["counts"]["incomplete"], 9);
     assert_eq!(s["counts"]["scored"], 2, "the check-only tasks need no judge");
     let row = &results(&run)[0];
     assert!(row["reward"].is_null());
-    assert!(row["rubrics"][0]["abstentions"]["gpt"].as_str().unwrap_or("").contains("HTTP 401"), "{row}");
-    assert_eq!(std::fs::read_to_string(run.join("rewards.jsonl")).expect("rewards").lines().count(), 2, "no reward for incomplete rows");
+    assert!(
+        row["rubrics"][0]["abstentions"]["gpt"].as_str().unwrap_or("").contains("HTTP 401"),
+        "{row}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(run.join("rewards.jsonl")).expect("rewards").lines().count(),
+        2,
+        "no reward for incomplete rows"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -163,7 +209,10 @@ async fn judges_without_keys_leave_tasks_incomplete_or_pending_never_zero() {
 async fn a_killed_run_loses_no_answer_and_resumes_from_the_cache() {
     // One slow judge, one call at a time: kill -9 the run mid-way.
     let slow: Handler = Arc::new(|req: &Recorded, _| {
-        Action::Later(std::time::Duration::from_millis(300), success_body("openai", &verdicts_json(&req.rubric_ids(), &|_| "PASS")))
+        Action::Later(
+            std::time::Duration::from_millis(300),
+            success_body("openai", &verdicts_json(&req.rubric_ids(), &|_| "PASS")),
+        )
     });
     let server = MockServer::start(slow).await;
     let dir = temp_dir("kill");
@@ -196,12 +245,17 @@ async fn a_killed_run_loses_no_answer_and_resumes_from_the_cache() {
     let _ = child.wait();
     let sent_before = server.requests().len();
     assert!((4..9).contains(&sent_before), "killed mid-run after {sent_before} calls");
-    let stored = redjury::cache::Cache::open(&cache).expect("cache").response_count().expect("count");
+    let stored =
+        redjury::cache::Cache::open(&cache).expect("cache").response_count().expect("count");
     assert!(stored >= 3, "every answer received before the kill is in the cache: {stored}");
     // Resume: only the calls without a stored answer go out.
     let (code, out, err) = redjury(args, true).await;
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(server.requests().len() - sent_before, 9 - stored as usize, "the rerun asks only for what is missing");
+    assert_eq!(
+        server.requests().len() - sent_before,
+        9 - stored as usize,
+        "the rerun asks only for what is missing"
+    );
     assert_eq!(summary(&dir.join("run"))["counts"]["scored"], 11);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -214,11 +268,19 @@ async fn identical_trials_share_one_paid_call_and_clashing_trials_are_refused() 
     for trial in ["a", "b", "c"] {
         let t = outputs.join("redline-s1-t2-g01a").join(trial);
         std::fs::create_dir_all(&t).expect("mkdir");
-        std::fs::copy(root().join("gold/redlines/redline-s1-t2-g01a.docx"), t.join("contract.docx")).expect("copy");
+        std::fs::copy(
+            root().join("gold/redlines/redline-s1-t2-g01a.docx"),
+            t.join("contract.docx"),
+        )
+        .expect("copy");
     }
     let panel = judges.panel(&dir, "gemini-test");
     let run = dir.join("run");
-    let (code, out, err) = redjury(score_args(&outputs.display().to_string(), &panel, &run, &dir.join("cache.sqlite")), true).await;
+    let (code, out, err) = redjury(
+        score_args(&outputs.display().to_string(), &panel, &run, &dir.join("cache.sqlite")),
+        true,
+    )
+    .await;
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(judges.counts(), [1, 1, 1], "three identical trials, one call per judge");
     let s = summary(&run);
@@ -230,8 +292,16 @@ async fn identical_trials_share_one_paid_call_and_clashing_trials_are_refused() 
     std::fs::create_dir_all(t.join("1")).expect("mkdir");
     std::fs::copy(t.join("a/contract.docx"), t.join("contract.docx")).expect("copy");
     std::fs::copy(t.join("a/contract.docx"), t.join("1/contract.docx")).expect("copy");
-    let (code, _, err) =
-        redjury(score_args(&outputs.display().to_string(), &panel, &dir.join("run2"), &dir.join("cache.sqlite")), true).await;
+    let (code, _, err) = redjury(
+        score_args(
+            &outputs.display().to_string(),
+            &panel,
+            &dir.join("run2"),
+            &dir.join("cache.sqlite"),
+        ),
+        true,
+    )
+    .await;
     assert_eq!(code, 1);
     assert!(err.contains("a second output for task redline-s1-t2-g01a trial 1"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,4 +1,5 @@
 //! The library entry point a Rust trainer uses: one `Scorer`, many outputs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;
 
@@ -43,23 +44,40 @@ async fn progress_counts_judge_calls_only_and_says_which_came_from_the_cache() {
     let path = std::env::temp_dir().join(format!("redjury-scorer-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let cache = Arc::new(Cache::open(&path).expect("cache"));
-    let scorer = Scorer::with_judges(vec![judge], 1, Templates::builtin(), cache, JudgeMode::Live).expect("scorer");
-    let tasks: Vec<Arc<_>> = load_tasks(&root().join("rubrics")).expect("tasks").into_iter().map(Arc::new).collect();
+    let scorer = Scorer::with_judges(vec![judge], 1, Templates::builtin(), cache, JudgeMode::Live)
+        .expect("scorer");
+    let tasks: Vec<Arc<_>> =
+        load_tasks(&root().join("rubrics")).expect("tasks").into_iter().map(Arc::new).collect();
     let outputs = || {
         tasks
             .iter()
-            .map(|t| (t.clone(), OutputSource::Path(root().join(format!("scenarios/outputs/strong/{}.docx", t.name))), "1".to_string()))
+            .map(|t| {
+                (
+                    t.clone(),
+                    OutputSource::Path(
+                        root().join(format!("scenarios/outputs/strong/{}.docx", t.name)),
+                    ),
+                    "1".to_string(),
+                )
+            })
             .collect::<Vec<_>>()
     };
     let first = Counting::default();
     let rows = scorer.score_batch(outputs(), &first).await;
     assert_eq!(rows.len(), 11);
     // 11 outputs, two of them check-only tasks: 9 judge calls, not 11.
-    assert_eq!((first.planned.load(Ordering::Relaxed), first.finished.load(Ordering::Relaxed)), (9, 9));
+    assert_eq!(
+        (first.planned.load(Ordering::Relaxed), first.finished.load(Ordering::Relaxed)),
+        (9, 9)
+    );
     assert_eq!(first.cached.load(Ordering::Relaxed), 0);
     let again = Counting::default();
     let rerun = scorer.score_batch(outputs(), &again).await;
-    assert_eq!((again.planned.load(Ordering::Relaxed), again.cached.load(Ordering::Relaxed)), (9, 9), "all from the cache");
+    assert_eq!(
+        (again.planned.load(Ordering::Relaxed), again.cached.load(Ordering::Relaxed)),
+        (9, 9),
+        "all from the cache"
+    );
     assert_eq!(rows, rerun);
     assert_eq!(server.requests().len(), 9);
     let _ = std::fs::remove_file(&path);

@@ -12,7 +12,9 @@ use crate::verdict::Verdict;
 /// Two judges' agreement over the items both voted on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pair {
+    /// One judge.
     pub a: String,
+    /// The other.
     pub b: String,
     /// Items both judges voted on.
     pub items: usize,
@@ -23,6 +25,7 @@ pub struct Pair {
 /// One judge against the panel's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Departure {
+    /// The judge's name.
     pub judge: String,
     /// Items with both a vote from this judge and a panel verdict.
     pub votes: usize,
@@ -40,38 +43,56 @@ impl Departure {
 /// Agreement among the judges of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Agreement {
+    /// Every judge that voted, sorted.
     pub judges: Vec<String>,
+    /// Every pair of judges.
     pub pairs: Vec<Pair>,
     /// Items every judge voted on.
     pub fleiss_items: usize,
     /// `None` without items or without variation.
     pub fleiss_kappa: Option<f64>,
+    /// Each judge against the panel.
     pub departures: Vec<Departure>,
 }
 
 impl Agreement {
     /// The judge whose votes differ from the panel's verdict most often.
     pub fn most_departing(&self) -> Option<&Departure> {
-        self.departures.iter().filter(|d| d.votes > 0).fold(None, |best: Option<&Departure>, d| match best {
-            Some(b) if b.rate() >= d.rate() => Some(b),
-            _ => Some(d),
+        self.departures.iter().filter(|d| d.votes > 0).fold(None, |best: Option<&Departure>, d| {
+            match best {
+                Some(b) if b.rate() >= d.rate() => Some(b),
+                _ => Some(d),
+            }
         })
     }
 }
 
+/// One rubric's votes by judge.
+type Votes = BTreeMap<String, Option<Verdict>>;
+
 /// Agreement over every judge rubric of `rows`.
 pub fn agreement(rows: &[TaskResult]) -> Agreement {
-    let items: Vec<(&BTreeMap<String, Option<Verdict>>, Option<Verdict>)> =
-        rows.iter().flat_map(|r| r.rubrics.iter().filter(|x| x.kind == RubricKind::Llm).map(|x| (&x.votes, x.verdict))).collect();
+    let items: Vec<(&Votes, Option<Verdict>)> = rows
+        .iter()
+        .flat_map(|r| {
+            r.rubrics.iter().filter(|x| x.kind == RubricKind::Llm).map(|x| (&x.votes, x.verdict))
+        })
+        .collect();
     let mut judges: Vec<String> = items.iter().flat_map(|(v, _)| v.keys().cloned()).collect();
     judges.sort();
     judges.dedup();
-    let vote = |v: &BTreeMap<String, Option<Verdict>>, j: &str| v.get(j).copied().flatten();
+    let vote = |v: &Votes, j: &str| v.get(j).copied().flatten();
     let mut pairs = Vec::new();
     for (i, a) in judges.iter().enumerate() {
         for b in &judges[i + 1..] {
-            let both: Vec<(Verdict, Verdict)> = items.iter().filter_map(|(v, _)| Some((vote(v, a)?, vote(v, b)?))).collect();
-            pairs.push(Pair { a: a.clone(), b: b.clone(), items: both.len(), agreed: both.iter().filter(|(x, y)| x == y).count() });
+            let both: Vec<(Verdict, Verdict)> =
+                items.iter().filter_map(|(v, _)| Some((vote(v, a)?, vote(v, b)?))).collect();
+            pairs.push(Pair {
+                a: a.clone(),
+                b: b.clone(),
+                items: both.len(),
+                agreed: both.iter().filter(|(x, y)| x == y).count(),
+            });
         }
     }
     let full: Vec<usize> = items
@@ -82,8 +103,13 @@ pub fn agreement(rows: &[TaskResult]) -> Agreement {
     let departures = judges
         .iter()
         .map(|j| {
-            let pairs: Vec<(Verdict, Verdict)> = items.iter().filter_map(|(v, p)| Some((vote(v, j)?, (*p)?))).collect();
-            Departure { judge: j.clone(), votes: pairs.len(), differ: pairs.iter().filter(|(x, y)| x != y).count() }
+            let pairs: Vec<(Verdict, Verdict)> =
+                items.iter().filter_map(|(v, p)| Some((vote(v, j)?, (*p)?))).collect();
+            Departure {
+                judge: j.clone(),
+                votes: pairs.len(),
+                differ: pairs.iter().filter(|(x, y)| x != y).count(),
+            }
         })
         .collect();
     let fleiss_kappa = if judges.len() >= 2 { fleiss_kappa(&full, judges.len()) } else { None };

@@ -21,7 +21,7 @@
 
 pub mod agreement;
 pub mod compare;
-pub mod python;
+pub(crate) mod python;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::Hash;
@@ -38,9 +38,13 @@ use python::{PyRandom, py_mean, py_round};
 pub struct Counts {
     /// Rows (task × trial) with an output.
     pub results: usize,
+    /// Rows whose every rubric has a verdict.
     pub scored: usize,
+    /// Rows whose output failed the gate (reward 0).
     pub gate_failed: usize,
+    /// Rows with a rubric short of the quorum (no reward).
     pub incomplete: usize,
+    /// Rows not judged (a dry run).
     pub pending: usize,
     /// Tasks with no output at all.
     pub missing_outputs: usize,
@@ -49,22 +53,32 @@ pub struct Counts {
 /// A bootstrap's seed and number of resamples.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Bootstrap {
+    /// The seed of the draws.
     pub seed: u64,
+    /// How many resamples.
     pub resamples: usize,
 }
 
 /// Headline figures and breakdowns for one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
+    /// The mean over input groups.
     pub overall: Option<f64>,
+    /// The headline: the mean over (scenario, turn) cells.
     pub turn_weighted: Option<f64>,
+    /// The mean over rows.
     pub mean_per_task: Option<f64>,
+    /// Per turn: the mean over its input groups.
     pub by_turn: BTreeMap<String, f64>,
+    /// Per side: the mean over its cells.
     pub by_side: BTreeMap<String, f64>,
+    /// Per scenario: the mean over its cells.
     pub by_scenario: BTreeMap<String, f64>,
     /// Cells "scenario-turn".
     pub by_scenario_turn: BTreeMap<String, f64>,
+    /// Per category: Σ |w| graded correct / Σ |w|.
     pub by_category: BTreeMap<String, f64>,
+    /// Each input group's mean.
     pub groups: BTreeMap<String, f64>,
 }
 
@@ -75,13 +89,6 @@ pub fn round4(x: f64) -> f64 {
 
 fn mean(v: &[f64]) -> Option<f64> {
     py_mean(v)
-}
-
-fn side_name(s: Side) -> String {
-    match s {
-        Side::A => "A".into(),
-        Side::B => "B".into(),
-    }
 }
 
 /// A row's reward as the reference's leaderboard reads it: rounded to 4
@@ -129,7 +136,11 @@ fn group_means(counted: &[&TaskResult]) -> Ordered<String, f64> {
     for r in counted {
         rewards.entry(&r.group).push(published_reward(r));
     }
-    Ordered { values: rewards.values.iter().map(|v| mean(v).unwrap_or(0.0)).collect(), keys: rewards.keys, index: rewards.index }
+    Ordered {
+        values: rewards.values.iter().map(|v| mean(v).unwrap_or(0.0)).collect(),
+        keys: rewards.keys,
+        index: rewards.index,
+    }
 }
 
 /// The (scenario, turn) cells in order of first appearance: each cell's
@@ -139,7 +150,10 @@ pub fn cells(rows: &[TaskResult]) -> Vec<((String, u32), f64, Side)> {
     cells_of(&counted, &group_means(&counted))
 }
 
-fn cells_of(counted: &[&TaskResult], groups: &Ordered<String, f64>) -> Vec<((String, u32), f64, Side)> {
+fn cells_of(
+    counted: &[&TaskResult],
+    groups: &Ordered<String, f64>,
+) -> Vec<((String, u32), f64, Side)> {
     let mut members: Ordered<(String, u32), (Vec<String>, Option<Side>)> = Ordered::new();
     for r in counted {
         let (gs, side) = members.entry(&(r.scenario.clone(), r.turn));
@@ -170,7 +184,7 @@ pub fn figures(rows: &[TaskResult]) -> Figures {
     let mut by_side: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for ((scenario, _), v, side) in &cells {
         by_scenario.entry(scenario.clone()).or_default().push(*v);
-        by_side.entry(side_name(*side)).or_default().push(*v);
+        by_side.entry(side.as_str().to_string()).or_default().push(*v);
     }
     let mut turn_groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut seen: HashSet<(u32, &str)> = HashSet::new();
@@ -214,7 +228,10 @@ fn by_category(rows: &[&TaskResult]) -> BTreeMap<String, f64> {
             }
         }
     }
-    acc.into_iter().filter(|(_, (_, t))| *t > 0).map(|(c, (e, t))| (c, round4(e as f64 / t as f64))).collect()
+    acc.into_iter()
+        .filter(|(_, (_, t))| *t > 0)
+        .map(|(c, (e, t))| (c, round4(e as f64 / t as f64)))
+        .collect()
 }
 
 /// Counts of each status.
@@ -279,7 +296,12 @@ pub fn reference_ci(rows: &[TaskResult], boot: Bootstrap) -> [f64; 2] {
     let k = values.len();
     let mut rng = PyRandom::from_u64(boot.seed);
     let mut means: Vec<f64> = (0..n)
-        .map(|_| (0..k).map(|_| values[rng.randrange(k as i64).unwrap_or(0) as usize]).fold(0.0, |sum, v| sum + v) / k as f64)
+        .map(|_| {
+            (0..k)
+                .map(|_| values[rng.randrange(k as i64).unwrap_or(0) as usize])
+                .fold(0.0, |sum, v| sum + v)
+                / k as f64
+        })
         .collect();
     means.sort_by(f64::total_cmp);
     let at = |q: f64| means[((q * n as f64) as usize).min(n - 1)];
@@ -290,9 +312,11 @@ pub fn reference_ci(rows: &[TaskResult], boot: Bootstrap) -> [f64; 2] {
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -315,17 +339,25 @@ pub fn bootstrap_ci(rows: &[TaskResult], boot: Bootstrap) -> Option<[f64; 2]> {
     if groups.len() < 2 || boot.resamples == 0 {
         return figures(rows).turn_weighted.map(|t| [t, t]);
     }
-    let values: Vec<((String, u32), Vec<f64>)> = groups.into_iter().map(|(_, cell, m)| (cell, vec![m])).collect();
+    let values: Vec<((String, u32), Vec<f64>)> =
+        groups.into_iter().map(|(_, cell, m)| (cell, vec![m])).collect();
     resample(&values, boot, |tw| tw[0])
 }
 
 /// Paired percentile bootstrap 95% CI of turn_weighted(A) − turn_weighted(B)
 /// over the input groups both runs scored: every draw resamples the same
 /// groups in both runs.
-pub fn paired_bootstrap_ci(a: &[TaskResult], b: &[TaskResult], boot: Bootstrap) -> Option<[f64; 2]> {
-    let b_means: BTreeMap<String, f64> = group_cells(b).into_iter().map(|(g, _, m)| (g, m)).collect();
-    let values: Vec<((String, u32), Vec<f64>)> =
-        group_cells(a).into_iter().filter_map(|(g, cell, m)| Some((cell, vec![m, *b_means.get(&g)?]))).collect();
+pub fn paired_bootstrap_ci(
+    a: &[TaskResult],
+    b: &[TaskResult],
+    boot: Bootstrap,
+) -> Option<[f64; 2]> {
+    let b_means: BTreeMap<String, f64> =
+        group_cells(b).into_iter().map(|(g, _, m)| (g, m)).collect();
+    let values: Vec<((String, u32), Vec<f64>)> = group_cells(a)
+        .into_iter()
+        .filter_map(|(g, cell, m)| Some((cell, vec![m, *b_means.get(&g)?])))
+        .collect();
     if values.len() < 2 || boot.resamples == 0 {
         return None;
     }
@@ -339,14 +371,21 @@ fn group_cells(rows: &[TaskResult]) -> Vec<(String, (String, u32), f64)> {
     for r in rows.iter().filter(|r| r.counts()) {
         cell_of.entry(&r.group).or_insert((r.scenario.clone(), r.turn));
     }
-    exact_group_means(rows).into_iter().filter_map(|(g, m)| Some((g.to_string(), cell_of.get(g)?.clone(), m))).collect()
+    exact_group_means(rows)
+        .into_iter()
+        .filter_map(|(g, m)| Some((g.to_string(), cell_of.get(g)?.clone(), m)))
+        .collect()
 }
 
 /// Resamples groups with replacement; for each draw computes the
 /// turn-weighted figure of every run (cells rounded as the reference does)
 /// and reduces them with `stat`. Reference-style percentiles:
 /// sorted[⌊0.025·n⌋] and sorted[⌊0.975·n⌋].
-fn resample(groups: &[((String, u32), Vec<f64>)], boot: Bootstrap, stat: impl Fn(&[f64]) -> f64) -> Option<[f64; 2]> {
+fn resample(
+    groups: &[((String, u32), Vec<f64>)],
+    boot: Bootstrap,
+    stat: impl Fn(&[f64]) -> f64,
+) -> Option<[f64; 2]> {
     let runs = groups.first().map(|(_, v)| v.len()).unwrap_or(0);
     let cells: Vec<(String, u32)> = {
         let mut c: Vec<(String, u32)> = groups.iter().map(|(c, _)| c.clone()).collect();
@@ -354,7 +393,8 @@ fn resample(groups: &[((String, u32), Vec<f64>)], boot: Bootstrap, stat: impl Fn
         c.dedup();
         c
     };
-    let cell_index: Vec<usize> = groups.iter().map(|(c, _)| cells.binary_search(c).unwrap_or(0)).collect();
+    let cell_index: Vec<usize> =
+        groups.iter().map(|(c, _)| cells.binary_search(c).unwrap_or(0)).collect();
     let mut rng = Rng::new(boot.seed);
     let mut stats = Vec::with_capacity(boot.resamples);
     let mut sums = vec![vec![0.0f64; cells.len()]; runs];
@@ -372,7 +412,12 @@ fn resample(groups: &[((String, u32), Vec<f64>)], boot: Bootstrap, stat: impl Fn
         }
         let mut complete = true;
         for r in 0..runs {
-            let cell_means: Vec<f64> = sums[r].iter().zip(&ns).filter(|(_, n)| **n > 0).map(|(s, n)| round4(s / *n as f64)).collect();
+            let cell_means: Vec<f64> = sums[r]
+                .iter()
+                .zip(&ns)
+                .filter(|(_, n)| **n > 0)
+                .map(|(s, n)| round4(s / *n as f64))
+                .collect();
             match mean(&cell_means) {
                 Some(m) => tw[r] = m,
                 None => complete = false,
@@ -405,7 +450,17 @@ mod tests {
     use super::*;
     use crate::check::gate::GateResult;
 
-    fn row(task: &str, trial: &str, scenario: &str, turn: u32, side: Side, group: &str, status: Status, reward: Option<f64>) -> TaskResult {
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        task: &str,
+        trial: &str,
+        scenario: &str,
+        turn: u32,
+        side: Side,
+        group: &str,
+        status: Status,
+        reward: Option<f64>,
+    ) -> TaskResult {
         TaskResult {
             task: task.into(),
             trial: trial.into(),
@@ -415,7 +470,12 @@ mod tests {
             group: group.into(),
             variant: None,
             status,
-            gate: GateResult { passed: status != Status::GateFailed, reason: String::new(), revisions: 0, comments: 0 },
+            gate: GateResult {
+                passed: status != Status::GateFailed,
+                reason: String::new(),
+                revisions: 0,
+                comments: 0,
+            },
             reward,
             earned: None,
             penalty: None,
@@ -450,7 +510,10 @@ mod tests {
         // Groups: g1 0.75, g2 0.25, g3 0.3, g4 0.9 → overall 2.2 / 4 = 0.55.
         assert_eq!(f.overall, Some(0.55));
         // Cells: 1-1 = (0.75 + 0.25) / 2 = 0.5; 1-2 = 0.3; 2-1 = 0.9 → 1.7 / 3.
-        assert_eq!(f.by_scenario_turn, BTreeMap::from([("1-1".into(), 0.5), ("1-2".into(), 0.3), ("2-1".into(), 0.9)]));
+        assert_eq!(
+            f.by_scenario_turn,
+            BTreeMap::from([("1-1".into(), 0.5), ("1-2".into(), 0.3), ("2-1".into(), 0.9)])
+        );
         assert_eq!(f.turn_weighted, Some(0.5667));
         // by_turn averages groups: turn 1 = (0.75 + 0.25 + 0.9) / 3, turn 2 = 0.3.
         assert_eq!(f.by_turn, BTreeMap::from([("1".into(), 0.6333), ("2".into(), 0.3)]));
@@ -460,7 +523,10 @@ mod tests {
         // Flat mean over the six counted rows: 3.25 / 6.
         assert_eq!(f.mean_per_task, Some(0.5417));
         let c = counts(&set(), 2);
-        assert_eq!((c.results, c.scored, c.gate_failed, c.incomplete, c.missing_outputs), (7, 5, 1, 1, 2));
+        assert_eq!(
+            (c.results, c.scored, c.gate_failed, c.incomplete, c.missing_outputs),
+            (7, 5, 1, 1, 2)
+        );
     }
 
     #[test]
@@ -474,7 +540,10 @@ mod tests {
             row("t2", "2", "1", 1, A, "g2", GateFailed, Some(0.0)),
         ];
         let best = best_of_trials(&rows);
-        assert_eq!(best.iter().map(|r| (r.task.as_str(), r.trial.as_str())).collect::<Vec<_>>(), [("t1", "2"), ("t2", "1")]);
+        assert_eq!(
+            best.iter().map(|r| (r.task.as_str(), r.trial.as_str())).collect::<Vec<_>>(),
+            [("t1", "2"), ("t2", "1")]
+        );
         assert_eq!(figures(&best).turn_weighted, Some(0.6));
         // Mean over trials: groups 0.5 and 0.2 → 0.35.
         assert_eq!(figures(&rows).turn_weighted, Some(0.35));

@@ -586,7 +586,9 @@ impl PyRandom {
         let mut k = MT_N.max(klen);
         while k > 0 {
             let p = self.mt[i - 1];
-            self.mt[i] = (self.mt[i] ^ (p ^ (p >> 30)).wrapping_mul(1664525)).wrapping_add(key[j]).wrapping_add(j as u32);
+            self.mt[i] = (self.mt[i] ^ (p ^ (p >> 30)).wrapping_mul(1664525))
+                .wrapping_add(key[j])
+                .wrapping_add(j as u32);
             i += 1;
             j += 1;
             if i >= MT_N {
@@ -601,7 +603,8 @@ impl PyRandom {
         k = MT_N - 1;
         while k > 0 {
             let p = self.mt[i - 1];
-            self.mt[i] = (self.mt[i] ^ (p ^ (p >> 30)).wrapping_mul(1566083941)).wrapping_sub(i as u32);
+            self.mt[i] =
+                (self.mt[i] ^ (p ^ (p >> 30)).wrapping_mul(1566083941)).wrapping_sub(i as u32);
             i += 1;
             if i >= MT_N {
                 self.mt[0] = self.mt[MT_N - 1];
@@ -667,13 +670,6 @@ impl PyRandom {
         y
     }
 
-    /// `random()`: 53-bit float in [0, 1).
-    pub fn random(&mut self) -> f64 {
-        let a = (self.next_u32() >> 5) as f64;
-        let b = (self.next_u32() >> 6) as f64;
-        (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
-    }
-
     /// `getrandbits(k)` for 0 <= k <= 128 (k > 128 is clamped to 128;
     /// use [`getrandbits_words`](Self::getrandbits_words) for more).
     pub fn getrandbits_u128(&mut self, k: u32) -> u128 {
@@ -699,11 +695,6 @@ impl PyRandom {
             shift += 32;
         }
         out
-    }
-
-    /// `getrandbits(k)` for 0 <= k <= 64 (k > 64 clamped to 64).
-    pub fn getrandbits(&mut self, k: u32) -> u64 {
-        self.getrandbits_u128(k.min(64)) as u64
     }
 
     /// `_randbelow_with_getrandbits(n)`; `None` for n == 0 (Python would
@@ -758,7 +749,8 @@ mod tests {
     fn randrange_matches_cpython() {
         for (seed, stop, draws) in RANDRANGE {
             let mut r = PyRandom::from_u64(*seed);
-            let got: Vec<u64> = (0..draws.len()).map(|_| r.randrange(*stop as i64).unwrap_or(-1) as u64).collect();
+            let got: Vec<u64> =
+                (0..draws.len()).map(|_| r.randrange(*stop as i64).unwrap_or(-1) as u64).collect();
             assert_eq!(got, *draws, "seed {seed} stop {stop}");
         }
     }
@@ -770,7 +762,12 @@ mod tests {
             let mut r = PyRandom::from_u64(*seed);
             let k = values.len();
             let mut means: Vec<f64> = (0..2000)
-                .map(|_| (0..k).map(|_| values[r.randrange(k as i64).unwrap_or(0) as usize]).fold(0.0, |a, v| a + v) / k as f64)
+                .map(|_| {
+                    (0..k)
+                        .map(|_| values[r.randrange(k as i64).unwrap_or(0) as usize])
+                        .fold(0.0, |a, v| a + v)
+                        / k as f64
+                })
                 .collect();
             means.sort_by(f64::total_cmp);
             assert_eq!((means[50].to_bits(), means[1950].to_bits()), (*lo, *hi), "seed {seed}");

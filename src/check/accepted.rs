@@ -28,13 +28,23 @@ pub(super) fn text_equals(
     match min_f1 {
         Some(t) => {
             let f = token_f1(&tokens(&b), &tokens(&a));
-            verdict(f >= t, format!("accepted text of {place}: token F1 {f:.3} against the gold (threshold {t})"))
+            verdict(
+                f >= t,
+                format!(
+                    "accepted text of {place}: token F1 {f:.3} against the gold (threshold {t})"
+                ),
+            )
         }
         None if a == b => verdict(true, format!("accepted text of {place} equals the gold text")),
         None => {
             let at = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
             let ctx: String = a.chars().skip(at.saturating_sub(20)).take(60).collect();
-            verdict(false, format!("accepted text of {place} differs from the gold from character {at}: \"…{ctx}…\""))
+            verdict(
+                false,
+                format!(
+                    "accepted text of {place} differs from the gold from character {at}: \"…{ctx}…\""
+                ),
+            )
         }
     }
 }
@@ -47,7 +57,12 @@ fn accepted(doc: &Document, sections: &Sections<'_>, section: Option<&str>) -> S
     }
 }
 
-pub(super) fn revision_set_f1(facts: &Facts<'_>, check: &PreparedCheck, min_f1: f64, author: Option<&str>) -> Outcome {
+pub(super) fn revision_set_f1(
+    facts: &Facts<'_>,
+    check: &PreparedCheck,
+    min_f1: f64,
+    author: Option<&str>,
+) -> Outcome {
     // The same author filter on both sides: from turn 2 on the gold also
     // carries the other side's changes.
     let ours = revision_tokens(facts.doc, author);

@@ -4,7 +4,12 @@ use super::{Facts, Outcome, verdict};
 use crate::check::gate::same_author;
 use crate::task::check_spec::AuthorMode;
 
-pub(super) fn evaluate(facts: &Facts<'_>, authors: &[String], mode: AuthorMode, include_comments: bool) -> Outcome {
+pub(super) fn evaluate(
+    facts: &Facts<'_>,
+    authors: &[String],
+    mode: AuthorMode,
+    include_comments: bool,
+) -> Outcome {
     let doc = facts.doc;
     let mut names: Vec<Option<&str>> = doc.revisions.iter().map(|r| r.author.as_deref()).collect();
     if include_comments {
@@ -12,7 +17,11 @@ pub(super) fn evaluate(facts: &Facts<'_>, authors: &[String], mode: AuthorMode, 
     }
     let theirs = |n: &Option<&str>| n.is_some_and(|n| authors.iter().any(|a| same_author(a, n)));
     let mine = names.iter().filter(|n| theirs(n)).count();
-    let mut others: Vec<String> = names.iter().filter(|n| !theirs(n)).map(|n| n.unwrap_or("(no author)").to_string()).collect();
+    let mut others: Vec<String> = names
+        .iter()
+        .filter(|n| !theirs(n))
+        .map(|n| n.unwrap_or("(no author)").to_string())
+        .collect();
     others.sort();
     others.dedup();
     let who = authors.join(", ");
@@ -35,6 +44,8 @@ pub(super) fn evaluate(facts: &Facts<'_>, authors: &[String], mode: AuthorMode, 
             };
             verdict(others.is_empty(), reason)
         }
-        AuthorMode::Any => verdict(mine > 0, format!("{mine} tracked change(s) or comment(s) by {who}")),
+        AuthorMode::Any => {
+            verdict(mine > 0, format!("{mine} tracked change(s) or comment(s) by {who}"))
+        }
     }
 }

@@ -20,14 +20,21 @@ pub(super) fn evaluate(facts: &Facts<'_>, spec: &CommentSpec) -> Outcome {
         .comments
         .iter()
         .filter(|c| by(spec.author.as_deref(), c.author.as_deref()) && in_section(&c.id))
-        .filter(|c| spec.contains.as_deref().is_none_or(|t| c.text.to_lowercase().contains(&t.to_lowercase())))
+        .filter(|c| {
+            spec.contains
+                .as_deref()
+                .is_none_or(|t| c.text.to_lowercase().contains(&t.to_lowercase()))
+        })
         .filter(|c| spec.equals.as_deref().is_none_or(|t| normalise_ws(&c.text) == normalise_ws(t)))
         .filter(|c| spec.reply.is_none_or(|r| c.parent.is_some() == r))
         .filter(|c| spec.resolved.is_none_or(|r| c.resolved == r))
         .count() as u32;
     let lo = spec.min.unwrap_or(1);
     let ok = n >= lo && spec.max.is_none_or(|m| n <= m);
-    verdict(ok, format!("{n} comment(s) {} (wanted {})", describe(spec), bounds(Some(lo), spec.max)))
+    verdict(
+        ok,
+        format!("{n} comment(s) {} (wanted {})", describe(spec), bounds(Some(lo), spec.max)),
+    )
 }
 
 /// "by A, in section 9, containing "x"": what the comments must be.

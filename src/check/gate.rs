@@ -13,7 +13,9 @@ use crate::docx::{Document, DocxError};
 /// The gate's decision and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GateResult {
+    /// Whether the output passed.
     pub passed: bool,
+    /// Why, in one line a user can act on.
     pub reason: String,
     /// Tracked changes by the author.
     #[serde(default)]
@@ -46,7 +48,11 @@ pub fn check(loaded: &Result<Document, DocxError>, author: &str) -> GateResult {
 /// Applies the gate counting only what the output adds to `input`: a
 /// turn-3 output must not pass on the same author's turn-1 changes that it
 /// merely carried over.
-pub fn check_against(loaded: &Result<Document, DocxError>, author: &str, input: Option<&Document>) -> GateResult {
+pub fn check_against(
+    loaded: &Result<Document, DocxError>,
+    author: &str,
+    input: Option<&Document>,
+) -> GateResult {
     let doc = match loaded {
         Ok(doc) => doc,
         Err(e) => {
@@ -66,12 +72,18 @@ pub fn check_against(loaded: &Result<Document, DocxError>, author: &str, input: 
     for (i, _) in doc.comments.iter().enumerate().filter(|(_, c)| mine(&c.author)) {
         if old.comment(i) { carried += 1 } else { comments += 1 }
     }
-    let carried_note = if carried > 0 { format!(" ({carried} more carried over from the input)") } else { String::new() };
+    let carried_note = if carried > 0 {
+        format!(" ({carried} more carried over from the input)")
+    } else {
+        String::new()
+    };
     if revisions + comments > 0 {
         let new = if input.is_some() { "new " } else { "" };
         return GateResult {
             passed: true,
-            reason: format!("{revisions} {new}tracked change(s) and {comments} {new}comment(s) by '{want}'{carried_note}"),
+            reason: format!(
+                "{revisions} {new}tracked change(s) and {comments} {new}comment(s) by '{want}'{carried_note}"
+            ),
             revisions,
             comments,
         };
@@ -79,18 +91,28 @@ pub fn check_against(loaded: &Result<Document, DocxError>, author: &str, input: 
     if carried > 0 {
         return GateResult {
             passed: false,
-            reason: format!("no new tracked change or comment by '{want}': its {carried} are all carried over from the input"),
+            reason: format!(
+                "no new tracked change or comment by '{want}': its {carried} are all carried over from the input"
+            ),
             revisions: 0,
             comments: 0,
         };
     }
     // Say what the file does contain, so a near miss is obvious.
     let mut others: BTreeMap<String, usize> = BTreeMap::new();
-    for a in doc.revisions.iter().map(|r| r.author.as_deref()).chain(doc.comments.iter().map(|c| c.author.as_deref())) {
-        *others.entry(a.map(normalise_ws).unwrap_or_else(|| "(no author)".into())).or_default() += 1;
+    for a in doc
+        .revisions
+        .iter()
+        .map(|r| r.author.as_deref())
+        .chain(doc.comments.iter().map(|c| c.author.as_deref()))
+    {
+        *others.entry(a.map(normalise_ws).unwrap_or_else(|| "(no author)".into())).or_default() +=
+            1;
     }
     let reason = if others.is_empty() {
-        format!("no tracked change or comment at all (edits made without Track Changes?); expected some by '{want}'")
+        format!(
+            "no tracked change or comment at all (edits made without Track Changes?); expected some by '{want}'"
+        )
     } else {
         let found: Vec<String> = others.iter().map(|(a, n)| format!("{n} by '{a}'")).collect();
         let hint = others

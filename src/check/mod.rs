@@ -18,8 +18,8 @@ pub mod gate;
 mod pattern;
 mod revisions;
 mod scope;
-pub mod sections;
-pub mod text;
+pub(crate) mod sections;
+pub(crate) mod text;
 
 use crate::docx::Document;
 use crate::task::check_spec::{CheckSpec, PreparedCheck};
@@ -44,28 +44,55 @@ struct Facts<'d> {
 
 /// Runs one check on an output. `input` is the task's input document (for
 /// `scope`); `task_author` is the default author.
-pub fn evaluate(check: &PreparedCheck, doc: &Document, input: Option<&Document>, task_author: &str) -> Outcome {
-    evaluate_all(&[check], doc, input, task_author).pop().unwrap_or((Verdict::Fail, "no check to run".into()))
+pub fn evaluate(
+    check: &PreparedCheck,
+    doc: &Document,
+    input: Option<&Document>,
+    task_author: &str,
+) -> Outcome {
+    evaluate_all(&[check], doc, input, task_author)
+        .pop()
+        .unwrap_or((Verdict::Fail, "no check to run".into()))
 }
 
 /// Runs a task's checks on one output, mapping the document's sections
 /// once (and the input's once, if a check needs them).
-pub fn evaluate_all(checks: &[&PreparedCheck], doc: &Document, input: Option<&Document>, task_author: &str) -> Vec<Outcome> {
+pub fn evaluate_all(
+    checks: &[&PreparedCheck],
+    doc: &Document,
+    input: Option<&Document>,
+    task_author: &str,
+) -> Vec<Outcome> {
     let needs_input = checks.iter().any(|c| matches!(c.spec, CheckSpec::Scope { .. }));
-    let facts = Facts { doc, sections: Sections::of(doc), input: input.filter(|_| needs_input).map(Sections::of), task_author };
+    let facts = Facts {
+        doc,
+        sections: Sections::of(doc),
+        input: input.filter(|_| needs_input).map(Sections::of),
+        task_author,
+    };
     checks.iter().map(|c| evaluate_one(c, &facts)).collect()
 }
 
 fn evaluate_one(check: &PreparedCheck, facts: &Facts<'_>) -> Outcome {
     match &check.spec {
-        CheckSpec::Author { authors, mode, include_comments } => author::evaluate(facts, authors, *mode, *include_comments),
-        CheckSpec::Scope { sections, author } => scope::evaluate(facts, sections, author.as_deref()),
-        CheckSpec::NoFormatChanges { author } => revisions::no_format_changes(facts, author.as_deref()),
-        CheckSpec::RevisionsRemaining { kinds, author, min, max } => revisions::remaining(facts, kinds, author.as_deref(), *min, *max),
+        CheckSpec::Author { authors, mode, include_comments } => {
+            author::evaluate(facts, authors, *mode, *include_comments)
+        }
+        CheckSpec::Scope { sections, author } => {
+            scope::evaluate(facts, sections, author.as_deref())
+        }
+        CheckSpec::NoFormatChanges { author } => {
+            revisions::no_format_changes(facts, author.as_deref())
+        }
+        CheckSpec::RevisionsRemaining { kinds, author, min, max } => {
+            revisions::remaining(facts, kinds, author.as_deref(), *min, *max)
+        }
         CheckSpec::AcceptedTextEquals { section, text, min_f1, .. } => {
             accepted::text_equals(facts, check, section.as_deref(), text.as_deref(), *min_f1)
         }
-        CheckSpec::RevisionSetF1 { min_f1, author, .. } => accepted::revision_set_f1(facts, check, *min_f1, author.as_deref()),
+        CheckSpec::RevisionSetF1 { min_f1, author, .. } => {
+            accepted::revision_set_f1(facts, check, *min_f1, author.as_deref())
+        }
         CheckSpec::Comment(spec) => comment::evaluate(facts, spec),
         CheckSpec::Contains(p) => pattern::evaluate(facts, check, p, Expect::Match),
         CheckSpec::NotContains(p) => pattern::evaluate(facts, check, p, Expect::NoMatch),

@@ -7,7 +7,12 @@ use super::{Expect, Facts, Outcome, by, unknown_section, verdict};
 use crate::docx::{Document, Inline};
 use crate::task::check_spec::{Pattern, PreparedCheck, Target};
 
-pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, p: &Pattern, expect: Expect) -> Outcome {
+pub(super) fn evaluate(
+    facts: &Facts<'_>,
+    check: &PreparedCheck,
+    p: &Pattern,
+    expect: Expect,
+) -> Outcome {
     let section = p.section.as_deref();
     if let Some(s) = section.filter(|s| !facts.sections.known(s)) {
         return unknown_section(s);
@@ -23,7 +28,8 @@ pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, p: &Pattern, ex
         Target::Deleted => "deleted",
         Target::Accepted => "accepted",
     };
-    let place = format!("{which} text{}", section.map(|s| format!(" of section {s}")).unwrap_or_default());
+    let place =
+        format!("{which} text{}", section.map(|s| format!(" of section {s}")).unwrap_or_default());
     match found {
         Some(m) => verdict(expect == Expect::Match, format!("{place} contains {}", preview(&m))),
         None => verdict(expect == Expect::NoMatch, format!("{place} has no match for the pattern")),
@@ -31,7 +37,13 @@ pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, p: &Pattern, ex
 }
 
 /// Inserted or deleted text of the body, a paragraph per line.
-fn changed_text(doc: &Document, sections: &Sections<'_>, target: Target, section: Option<&str>, author: Option<&str>) -> String {
+fn changed_text(
+    doc: &Document,
+    sections: &Sections<'_>,
+    target: Target,
+    section: Option<&str>,
+    author: Option<&str>,
+) -> String {
     let rev_author = |rev: usize| doc.revisions.get(rev).and_then(|r| r.author.as_deref());
     let mut out = String::new();
     for (i, (p, _)) in sections.paragraphs.iter().enumerate() {

@@ -4,14 +4,35 @@ use super::{Facts, Outcome, by, verdict};
 use crate::docx::RevisionKind;
 
 pub(super) fn no_format_changes(facts: &Facts<'_>, author: Option<&str>) -> Outcome {
-    let n = facts.doc.revisions.iter().filter(|r| r.kind.is_format() && by(author, r.author.as_deref())).count();
-    let reason = if n == 0 { "no formatting revisions".into() } else { format!("{n} formatting revision(s) (rPrChange/pPrChange)") };
+    let n = facts
+        .doc
+        .revisions
+        .iter()
+        .filter(|r| r.kind.is_format() && by(author, r.author.as_deref()))
+        .count();
+    let reason = if n == 0 {
+        "no formatting revisions".into()
+    } else {
+        format!("{n} formatting revision(s) (rPrChange/pPrChange)")
+    };
     verdict(n == 0, reason)
 }
 
-pub(super) fn remaining(facts: &Facts<'_>, kinds: &[RevisionKind], author: Option<&str>, min: Option<u32>, max: Option<u32>) -> Outcome {
-    let n = facts.doc.revisions.iter().filter(|r| (kinds.is_empty() || kinds.contains(&r.kind)) && by(author, r.author.as_deref())).count()
-        as u32;
+pub(super) fn remaining(
+    facts: &Facts<'_>,
+    kinds: &[RevisionKind],
+    author: Option<&str>,
+    min: Option<u32>,
+    max: Option<u32>,
+) -> Outcome {
+    let n = facts
+        .doc
+        .revisions
+        .iter()
+        .filter(|r| {
+            (kinds.is_empty() || kinds.contains(&r.kind)) && by(author, r.author.as_deref())
+        })
+        .count() as u32;
     let ok = min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m);
     let what = if kinds.is_empty() {
         "tracked changes".to_string()

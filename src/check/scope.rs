@@ -15,22 +15,42 @@ pub(super) fn evaluate(facts: &Facts<'_>, wanted: &[String], author: Option<&str
     }
     let places = places_of_changes(facts, author);
     let total = places.len();
-    let outside: Vec<&Place> = places.iter().filter(|p| !p.inside(&facts.sections, wanted)).collect();
+    let outside: Vec<&Place> =
+        places.iter().filter(|p| !p.inside(&facts.sections, wanted)).collect();
     let list = wanted.join(", ");
     if let Some(first) = outside.first() {
         let at = first.name(&facts.sections);
-        return verdict(false, format!("{} of {total} changes by {author} fall outside section(s) {list} (first at {at})", outside.len()));
+        return verdict(
+            false,
+            format!(
+                "{} of {total} changes by {author} fall outside section(s) {list} (first at {at})",
+                outside.len()
+            ),
+        );
     }
     let Some(input) = &facts.input else {
-        return verdict(true, format!("all {total} changes by {author} are in section(s) {list} (no input to compare the rest with)"));
+        return verdict(
+            true,
+            format!(
+                "all {total} changes by {author} are in section(s) {list} (no input to compare the rest with)"
+            ),
+        );
     };
     let (ours, theirs) = (text_outside(&facts.sections, wanted), text_outside(input, wanted));
     if ours.join(" ") == theirs.join(" ") {
-        return verdict(true, format!("all {total} changes by {author} are in section(s) {list}; the text elsewhere is unchanged"));
+        return verdict(
+            true,
+            format!(
+                "all {total} changes by {author} are in section(s) {list}; the text elsewhere is unchanged"
+            ),
+        );
     }
     let diff = ours.iter().zip(&theirs).find(|(x, y)| x != y).map(|(x, _)| preview(x));
     let diff = diff.unwrap_or_else(|| "paragraphs added or removed".into());
-    verdict(false, format!("the accepted text outside section(s) {list} differs from the input: {diff}"))
+    verdict(
+        false,
+        format!("the accepted text outside section(s) {list} differs from the input: {diff}"),
+    )
 }
 
 /// Where one tracked change is: a body paragraph, or another story.
@@ -51,7 +71,11 @@ impl Place {
         match self {
             Place::Paragraph(i) => {
                 let label = &sections.paragraphs[*i].0.label;
-                label.rejected.clone().or(label.accepted.clone()).unwrap_or_else(|| format!("paragraph {i}"))
+                label
+                    .rejected
+                    .clone()
+                    .or(label.accepted.clone())
+                    .unwrap_or_else(|| format!("paragraph {i}"))
             }
             Place::OtherStory => "a header, note or text box".into(),
         }

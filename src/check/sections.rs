@@ -9,6 +9,7 @@ use crate::docx::{Block, Document, Inline, Paragraph, State};
 /// Every body paragraph in order (tables included) with the sections it
 /// belongs to.
 pub struct Sections<'d> {
+    /// Each body paragraph with the section addresses it lies in.
     pub paragraphs: Vec<(&'d Paragraph, Vec<String>)>,
 }
 
@@ -27,9 +28,13 @@ impl<'d> Sections<'d> {
         let mut paragraphs = Vec::new();
         doc.for_each_body_paragraph(&mut |p| {
             // Bullets are list items, not sections: they never address one.
-            if let Some(label) = p.label.rejected.as_ref().filter(|l| l.chars().any(char::is_alphanumeric)) {
+            if let Some(label) =
+                p.label.rejected.as_ref().filter(|l| l.chars().any(char::is_alphanumeric))
+            {
                 let level = p.label.level.unwrap_or(0);
-                if let Some(i) = stack.iter().position(|(list, l, _)| *list == p.label.list && *l >= level) {
+                if let Some(i) =
+                    stack.iter().position(|(list, l, _)| *list == p.label.list && *l >= level)
+                {
                     stack.truncate(i);
                 }
                 stack.push((p.label.list.clone(), level, normalise_section(label)));
@@ -55,8 +60,12 @@ impl<'d> Sections<'d> {
     /// revisions are placed at their row's first paragraph.
     pub fn revision_paragraphs(&self, doc: &Document) -> HashMap<usize, usize> {
         let mut at = HashMap::new();
-        let index: HashMap<*const Paragraph, usize> =
-            self.paragraphs.iter().enumerate().map(|(i, (p, _))| (*p as *const Paragraph, i)).collect();
+        let index: HashMap<*const Paragraph, usize> = self
+            .paragraphs
+            .iter()
+            .enumerate()
+            .map(|(i, (p, _))| (*p as *const Paragraph, i))
+            .collect();
         for (i, (p, _)) in self.paragraphs.iter().enumerate() {
             for rev in p.revision_refs() {
                 at.entry(rev).or_insert(i);
@@ -72,9 +81,16 @@ impl<'d> Sections<'d> {
                 });
                 let Some(first) = first else { continue };
                 table_first.get_or_insert(first);
-                let cells =
-                    row.cells.iter().flat_map(|c| [c.inserted, c.deleted].into_iter().flatten().chain(c.format_changes.iter().copied()));
-                let own = [row.inserted, row.deleted].into_iter().flatten().chain(row.format_changes.iter().copied());
+                let cells = row.cells.iter().flat_map(|c| {
+                    [c.inserted, c.deleted]
+                        .into_iter()
+                        .flatten()
+                        .chain(c.format_changes.iter().copied())
+                });
+                let own = [row.inserted, row.deleted]
+                    .into_iter()
+                    .flatten()
+                    .chain(row.format_changes.iter().copied());
                 for rev in own.chain(cells) {
                     at.entry(rev).or_insert(first);
                 }

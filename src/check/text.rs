@@ -11,7 +11,10 @@ pub fn normalise_ws(s: &str) -> String {
 
 /// Lower-case words with surrounding punctuation removed.
 pub fn tokens(s: &str) -> Vec<String> {
-    s.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()).filter(|w| !w.is_empty()).collect()
+    s.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect()
 }
 
 /// Token F1 of `predicted` against `gold`, as multisets (1.0 when both are

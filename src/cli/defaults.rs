@@ -5,8 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
 use redjury::judge::config::PanelConfig;
 use redjury::report::Prices;
 
@@ -22,7 +20,11 @@ pub struct Found {
 }
 
 /// The first of: the flag, `./name`, `name` beside the tasks folder.
-fn locate(flag: Option<&Path>, name: &str, tasks: Option<&Path>) -> Option<(PathBuf, &'static str)> {
+fn locate(
+    flag: Option<&Path>,
+    name: &str,
+    tasks: Option<&Path>,
+) -> Option<(PathBuf, &'static str)> {
     if let Some(p) = flag {
         return Some((p.to_path_buf(), "--flag"));
     }
@@ -43,13 +45,17 @@ pub fn resolve(
 ) -> anyhow::Result<Found> {
     let (panel, panel_from) = match locate(panel, "panel.toml", tasks) {
         Some((path, why)) => (PanelConfig::load(&path)?, describe(&path, why)),
-        None => (PanelConfig::parse(BUILTIN_PANEL, "built-in panel.toml")?, "built-in default panel".to_string()),
+        None => (
+            PanelConfig::parse(BUILTIN_PANEL, "built-in panel.toml")?,
+            "built-in default panel".to_string(),
+        ),
     };
     let (prices, prices_from) = match locate(prices, "prices.toml", tasks) {
         Some((path, why)) => (Prices::load(&path)?, describe(&path, why)),
-        None => {
-            (Prices::parse(BUILTIN_PRICES).map_err(anyhow::Error::msg).context("built-in prices.toml")?, "built-in price table".to_string())
-        }
+        None => (
+            Prices::parse(BUILTIN_PRICES, "built-in prices.toml")?,
+            "built-in price table".to_string(),
+        ),
     };
     let cache = match cache {
         Some(c) => c.to_path_buf(),

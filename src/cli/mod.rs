@@ -168,7 +168,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let report = runtime()?.block_on(async {
                 let scorer = setup.scorer()?;
                 let bar = progress::Bar::new(!common.quiet);
-                let r = redjury::pipeline::run::score(&tasks, &outputs, &scorer, &setup.settings, &bar).await;
+                let r =
+                    redjury::pipeline::run::score(&tasks, &outputs, &scorer, &setup.settings, &bar)
+                        .await;
                 bar.finish();
                 anyhow::Ok(r?)
             })?;
@@ -188,16 +190,20 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report { run, compare, seed, resamples } => {
             let (rows, summary) = redjury::report::load_run(&run)?;
             let mut text = redjury::report::markdown::summary(&summary);
-            match compare {
-                Some(other) => {
-                    let (other_rows, _) = redjury::report::load_run(&other)?;
-                    let boot = Bootstrap { seed: seed.unwrap_or(0), resamples: resamples.unwrap_or(5000) as usize };
-                    text.push('\n');
-                    text.push_str(&redjury::report::markdown::comparison(&redjury::aggregate::compare::compare(&rows, &other_rows, boot)));
-                }
-                None => {}
+            if let Some(other) = compare {
+                let (other_rows, _) = redjury::report::load_run(&other)?;
+                let boot = Bootstrap {
+                    seed: seed.unwrap_or(0),
+                    resamples: resamples.unwrap_or(5000) as usize,
+                };
+                text.push('\n');
+                text.push_str(&redjury::report::markdown::comparison(
+                    &redjury::aggregate::compare::compare(&rows, &other_rows, boot),
+                ));
             }
-            text.push_str(&redjury::report::markdown::agreement(&redjury::aggregate::agreement::agreement(&rows)));
+            text.push_str(&redjury::report::markdown::agreement(
+                &redjury::aggregate::agreement::agreement(&rows),
+            ));
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
             Ok(ExitCode::SUCCESS)
         }
@@ -215,14 +221,22 @@ struct Setup {
 impl Setup {
     fn scorer(&self) -> anyhow::Result<Scorer> {
         Scorer::new(self.config.clone()).map_err(|e| match e {
-            redjury::pipeline::ScorerError::QuorumUnreachable { .. } => anyhow::Error::new(Refused(e.to_string())),
+            redjury::pipeline::ScorerError::QuorumUnreachable { .. } => {
+                anyhow::Error::new(Refused(e.to_string()))
+            }
             other => anyhow::Error::new(other),
         })
     }
 }
 
 fn setup(a: &RunArgs, tasks: Option<&Path>) -> anyhow::Result<Setup> {
-    let found = defaults::resolve(a.panel.as_deref(), a.prices.as_deref(), a.cache.as_deref(), &a.out, tasks)?;
+    let found = defaults::resolve(
+        a.panel.as_deref(),
+        a.prices.as_deref(),
+        a.cache.as_deref(),
+        &a.out,
+        tasks,
+    )?;
     if !a.quiet {
         println!("panel: {}", found.panel_from);
         println!("prices: {}", found.prices_from);
@@ -241,12 +255,18 @@ fn setup(a: &RunArgs, tasks: Option<&Path>) -> anyhow::Result<Setup> {
         replace: if a.force { Replace::Anything } else { Replace::ResultsOnly },
         model: a.model.clone(),
     };
-    Ok(Setup { config: ScorerConfig { panel: found.panel, templates, cache_path: found.cache, mode }, settings })
+    Ok(Setup {
+        config: ScorerConfig { panel: found.panel, templates, cache_path: found.cache, mode },
+        settings,
+    })
 }
 
 fn gate(docx: &Path, author: &str, input: Option<&Path>) -> anyhow::Result<ExitCode> {
     let input_doc = match input {
-        Some(p) => Some(redjury::docx::load(p).with_context(|| format!("cannot read the input {}", p.display()))?),
+        Some(p) => Some(
+            redjury::docx::load(p)
+                .with_context(|| format!("cannot read the input {}", p.display()))?,
+        ),
         None => None,
     };
     let loaded = redjury::docx::load(docx);
@@ -257,14 +277,16 @@ fn gate(docx: &Path, author: &str, input: Option<&Path>) -> anyhow::Result<ExitC
 }
 
 fn render(docx: &Path, view: View, output: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let doc = redjury::docx::load(docx).with_context(|| format!("cannot render {}", docx.display()))?;
+    let doc =
+        redjury::docx::load(docx).with_context(|| format!("cannot render {}", docx.display()))?;
     for warning in &doc.warnings {
         eprintln!("warning: {}: {warning}", docx.display());
     }
     let title = docx.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let text = view::render(&doc, view.into(), &title);
     match output {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
         None => {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`| head`) is not an error worth reporting.
@@ -301,12 +323,23 @@ fn outcome(report: &RunReport) -> String {
         if s.judges.values().any(|j| j.has_key) {
             out.push_str("dry run (--dry-run): no judge called\n");
         } else {
-            let envs: Vec<&str> = s.judges.values().map(|j| j.api_key_env.as_str()).filter(|e| !e.is_empty()).collect();
-            out.push_str(&format!("dry run: no judge has an API key (set {}), so none was called\n", envs.join(", ")));
+            let envs: Vec<&str> = s
+                .judges
+                .values()
+                .map(|j| j.api_key_env.as_str())
+                .filter(|e| !e.is_empty())
+                .collect();
+            out.push_str(&format!(
+                "dry run: no judge has an API key (set {}), so none was called\n",
+                envs.join(", ")
+            ));
         }
         for (name, j) in &s.judges {
             if let Some(e) = &j.estimate {
-                let cost = e.max_cost_usd.map(|x| format!("≤ ${x:.2} (estimate)")).unwrap_or_else(|| "no price".into());
+                let cost = e
+                    .max_cost_usd
+                    .map(|x| format!("≤ ${x:.2} (estimate)"))
+                    .unwrap_or_else(|| "no price".into());
                 out.push_str(&format!(
                     "  {name}: {} to make ({} cached), ~{} input tokens, {cost}\n",
                     plural(e.calls as usize, "call", "calls"),
@@ -327,7 +360,10 @@ fn outcome(report: &RunReport) -> String {
     ));
     let counted = s.counted();
     let over = if counted < c.results {
-        format!(" — over {counted} of {}; the rest have no reward yet", plural(c.results, "result", "results"))
+        format!(
+            " — over {counted} of {}; the rest have no reward yet",
+            plural(c.results, "result", "results")
+        )
     } else {
         String::new()
     };
@@ -337,7 +373,9 @@ fn outcome(report: &RunReport) -> String {
         s.ci95.map(|[a, b]| format!("[{a:.4}, {b:.4}]")).unwrap_or_else(|| "—".into()),
         f(s.figures.overall)
     ));
-    for (what, groups) in [("incomplete", &s.problems.incomplete), ("gate-failed", &s.problems.gate_failed)] {
+    for (what, groups) in
+        [("incomplete", &s.problems.incomplete), ("gate-failed", &s.problems.gate_failed)]
+    {
         let mut top: Vec<(&String, &Vec<String>)> = groups.iter().collect();
         top.sort_by_key(|(_, rows)| std::cmp::Reverse(rows.len()));
         for (reason, rows) in top.into_iter().take(3) {

@@ -16,7 +16,9 @@ impl Bar {
     pub fn new(shown: bool) -> Bar {
         let bar = (shown && std::io::stderr().is_terminal()).then(|| {
             let bar = indicatif::ProgressBar::new(0);
-            if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} judge calls · {msg} · ETA {eta}") {
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} judge calls · {msg} · ETA {eta}",
+            ) {
                 bar.set_style(style);
             }
             bar
@@ -39,7 +41,11 @@ impl Progress for Bar {
     }
 
     fn finished(&self, from_cache: bool) {
-        let cached = if from_cache { self.cached.fetch_add(1, Ordering::Relaxed) + 1 } else { self.cached.load(Ordering::Relaxed) };
+        let cached = if from_cache {
+            self.cached.fetch_add(1, Ordering::Relaxed) + 1
+        } else {
+            self.cached.load(Ordering::Relaxed)
+        };
         if let Some(bar) = &self.bar {
             bar.inc(1);
             bar.set_message(format!("{cached} from the cache"));

@@ -14,14 +14,19 @@ use super::model::{Document, Inline, Paragraph, visit_paragraphs};
 /// For each revision and comment of an output: carried over from the input?
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CarriedOver {
+    /// Per revision of the output (index into `Document::revisions`).
     pub revisions: Vec<bool>,
+    /// Per comment of the output (index into `Document::comments`).
     pub comments: Vec<bool>,
 }
 
 impl CarriedOver {
     /// Nothing carried over (there is no input).
     pub fn none(doc: &Document) -> CarriedOver {
-        CarriedOver { revisions: vec![false; doc.revisions.len()], comments: vec![false; doc.comments.len()] }
+        CarriedOver {
+            revisions: vec![false; doc.revisions.len()],
+            comments: vec![false; doc.comments.len()],
+        }
     }
 
     /// Whether revision `i` was carried over.
@@ -62,13 +67,25 @@ fn signatures(doc: &Document) -> (Vec<String>, Vec<String>) {
         .iter()
         .zip(&text)
         .map(|(r, t)| {
-            format!("rev\u{1f}{:?}\u{1f}{}\u{1f}{}\u{1f}{t}", r.kind, author_key(r.author.as_deref()), r.date.as_deref().unwrap_or(""))
+            format!(
+                "rev\u{1f}{:?}\u{1f}{}\u{1f}{}\u{1f}{t}",
+                r.kind,
+                author_key(r.author.as_deref()),
+                r.date.as_deref().unwrap_or("")
+            )
         })
         .collect();
     let comments = doc
         .comments
         .iter()
-        .map(|c| format!("cmt\u{1f}{}\u{1f}{}\u{1f}{}", author_key(c.author.as_deref()), c.date.as_deref().unwrap_or(""), c.text))
+        .map(|c| {
+            format!(
+                "cmt\u{1f}{}\u{1f}{}\u{1f}{}",
+                author_key(c.author.as_deref()),
+                c.date.as_deref().unwrap_or(""),
+                c.text
+            )
+        })
         .collect();
     (revisions, comments)
 }
@@ -89,5 +106,8 @@ pub fn carried_over(output: &Document, input: &Document) -> CarriedOver {
         _ => false,
     };
     let (revs, cmts) = signatures(output);
-    CarriedOver { revisions: revs.iter().map(&mut take).collect(), comments: cmts.iter().map(&mut take).collect() }
+    CarriedOver {
+        revisions: revs.iter().map(&mut take).collect(),
+        comments: cmts.iter().map(&mut take).collect(),
+    }
 }

@@ -12,7 +12,11 @@ use super::model::{Comment, Inline, Person, State, visit_paragraphs};
 use super::story::{Ctx, Mode, parse_blocks};
 use super::xml::{Ev, Ns, PartReader, attr, local};
 
-pub(crate) fn parse_comments(ctx: &mut Ctx, part: &str, xml: &str) -> Result<Vec<Comment>, DocxError> {
+pub(crate) fn parse_comments(
+    ctx: &mut Ctx,
+    part: &str,
+    xml: &str,
+) -> Result<Vec<Comment>, DocxError> {
     let mut reader = PartReader::new(part, xml);
     let mut out: Vec<Comment> = Vec::new();
     let mut ids: HashSet<String> = HashSet::new();
@@ -63,8 +67,17 @@ pub(crate) fn parse_comments(ctx: &mut Ctx, part: &str, xml: &str) -> Result<Vec
 
 /// Applies `commentsExtended.xml`: parents and done flags, then inherits
 /// resolved state down each thread.
-pub(crate) fn apply_extended(comments: &mut [Comment], part: &str, xml: &str, warnings: &mut Vec<String>) -> Result<(), DocxError> {
-    let by_para: HashMap<String, usize> = comments.iter().enumerate().filter_map(|(i, c)| c.last_para_id.clone().map(|p| (p, i))).collect();
+pub(crate) fn apply_extended(
+    comments: &mut [Comment],
+    part: &str,
+    xml: &str,
+    warnings: &mut Vec<String>,
+) -> Result<(), DocxError> {
+    let by_para: HashMap<String, usize> = comments
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.last_para_id.clone().map(|p| (p, i)))
+        .collect();
     let mut reader = PartReader::new(part, xml);
     let mut done = vec![false; comments.len()];
     loop {
@@ -72,7 +85,9 @@ pub(crate) fn apply_extended(comments: &mut [Comment], part: &str, xml: &str, wa
             Ev::Start(_, e) | Ev::Empty(_, e) if local(&e) == "commentEx" => {
                 let Some(para) = attr(&e, "paraId") else { continue };
                 let Some(&i) = by_para.get(&para) else {
-                    warnings.push(format!("{part}: commentEx {para} matches no comment's last paragraph; ignored"));
+                    warnings.push(format!(
+                        "{part}: commentEx {para} matches no comment's last paragraph; ignored"
+                    ));
                     continue;
                 };
                 if let Some(parent_para) = attr(&e, "paraIdParent") {
@@ -92,7 +107,8 @@ pub(crate) fn apply_extended(comments: &mut [Comment], part: &str, xml: &str, wa
     }
     // Resolved: done itself, or any ancestor done (threads are shallow; the
     // walk is bounded so a cycle in hostile input cannot loop).
-    let index: HashMap<String, usize> = comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+    let index: HashMap<String, usize> =
+        comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
     for i in 0..comments.len() {
         let mut resolved = done[i];
         let mut cursor = comments[i].parent.clone();

@@ -33,22 +33,33 @@ use story::{Ctx, Mode, parse_blocks};
 use xml::{Ev, Ns, PartReader, local};
 
 /// Why a file could not be read as a .docx. Each message says what the file
-/// is (or is not) and, where there is one, what to do about it.
+/// is (or is not) and, where there is one, what to do about it; the
+/// variants' fields are the parts of that message.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+#[allow(missing_docs)]
 pub enum DocxError {
     #[error("cannot read {path}: {source}")]
     Io { path: String, source: std::io::Error },
     #[error("not a .docx: {0}")]
     NotDocx(String),
-    #[error("not a .docx: this is a legacy Word 97-2003 .doc (OLE) file; open it in Word and save it as .docx")]
+    #[error(
+        "not a .docx: this is a legacy Word 97-2003 .doc (OLE) file; open it in Word and save it as .docx"
+    )]
     LegacyDoc,
-    #[error("not a readable .docx: the document is password-protected (encrypted); remove the password in Word and save again")]
+    #[error(
+        "not a readable .docx: the document is password-protected (encrypted); remove the password in Word and save again"
+    )]
     Encrypted,
     #[error("not a readable .docx: the zip archive is damaged or truncated ({0})")]
     Zip(String),
-    #[error("not a readable .docx: {what} is larger than the {limit}-byte limit (a zip bomb or not a Word document)")]
+    #[error(
+        "not a readable .docx: {what} is larger than the {limit}-byte limit (a zip bomb or not a Word document)"
+    )]
     TooLarge { what: String, limit: u64 },
-    #[error("not a readable .docx: part {part} inflates {ratio}:1, above the {limit}:1 limit (a zip bomb)")]
+    #[error(
+        "not a readable .docx: part {part} inflates {ratio}:1, above the {limit}:1 limit (a zip bomb)"
+    )]
     CompressionRatio { part: String, ratio: u64, limit: u64 },
     #[error("not a readable .docx: the archive lists {count} entries, above the limit of {limit}")]
     TooManyEntries { count: usize, limit: usize },
@@ -56,17 +67,25 @@ pub enum DocxError {
     MissingPart(String),
     #[error("malformed XML in {part} at byte {offset}: {message}")]
     Xml { part: String, offset: u64, message: String },
-    #[error("refusing {part}: it declares a DTD; Word never writes one, and its entities will not be expanded")]
+    #[error(
+        "refusing {part}: it declares a DTD; Word never writes one, and its entities will not be expanded"
+    )]
     Dtd { part: String },
-    #[error("refusing {part}: it uses the undeclared entity &{name}; (only the five XML entities are allowed)")]
+    #[error(
+        "refusing {part}: it uses the undeclared entity &{name}; (only the five XML entities are allowed)"
+    )]
     Entity { part: String, name: String },
     #[error("{part} is not valid UTF-8 or UTF-16 text")]
     Encoding { part: String },
-    #[error("word/comments.xml defines comment id {id} twice; anchors cannot be matched to comments")]
+    #[error(
+        "word/comments.xml defines comment id {id} twice; anchors cannot be matched to comments"
+    )]
     DuplicateComment { id: String },
     #[error("cannot read {path}: it is {kind}, not a regular file; give the path of a .docx file")]
     NotAFile { path: String, kind: &'static str },
-    #[error("not a readable .docx: the package holds {part} twice{how}; readers would disagree on which copy counts")]
+    #[error(
+        "not a readable .docx: the package holds {part} twice{how}; readers would disagree on which copy counts"
+    )]
     DuplicatePart { part: String, how: &'static str },
 }
 
@@ -84,7 +103,10 @@ pub fn read_file(path: &Path, limits: &Limits) -> Result<Vec<u8>, DocxError> {
     let io = |source| DocxError::Io { path: path.display().to_string(), source };
     let meta = std::fs::metadata(path).map_err(io)?;
     if !meta.is_file() {
-        return Err(DocxError::NotAFile { path: path.display().to_string(), kind: file_kind(&meta) });
+        return Err(DocxError::NotAFile {
+            path: path.display().to_string(),
+            kind: file_kind(&meta),
+        });
     }
     if meta.len() > limits.max_file_bytes {
         return Err(DocxError::TooLarge { what: "the file".into(), limit: limits.max_file_bytes });
@@ -92,7 +114,11 @@ pub fn read_file(path: &Path, limits: &Limits) -> Result<Vec<u8>, DocxError> {
     // The file may grow between the check and the read: read one byte
     // past the limit at most.
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    std::fs::File::open(path).map_err(io)?.take(limits.max_file_bytes + 1).read_to_end(&mut bytes).map_err(io)?;
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(limits.max_file_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
     if bytes.len() as u64 > limits.max_file_bytes {
         return Err(DocxError::TooLarge { what: "the file".into(), limit: limits.max_file_bytes });
     }
@@ -140,7 +166,8 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
     let mut ctx = Ctx::default();
     let body = parse_main(&mut ctx, &main, &main_xml)?;
 
-    for (kind, story_kind) in [("footnotes", StoryKind::Footnote), ("endnotes", StoryKind::Endnote)] {
+    for (kind, story_kind) in [("footnotes", StoryKind::Footnote), ("endnotes", StoryKind::Endnote)]
+    {
         if let Some(part) = target(kind)
             && let Some(xml) = pkg.read_part(&part)?
         {
@@ -198,8 +225,15 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
     )?;
 
     let comment_index = comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-    let mut doc =
-        Document { body, stories: ctx.stories, revisions: ctx.revisions, comments, people, warnings: ctx.warnings, comment_index };
+    let mut doc = Document {
+        body,
+        stories: ctx.stories,
+        revisions: ctx.revisions,
+        comments,
+        people,
+        warnings: ctx.warnings,
+        comment_index,
+    };
     numbering::label_document(&mut doc, &defs);
     anchor_comments(&mut doc);
     Ok(doc)
@@ -210,7 +244,9 @@ fn parse_main(ctx: &mut Ctx, part: &str, xml: &str) -> Result<Vec<Block>, DocxEr
     let mut reader = PartReader::new(part, xml);
     loop {
         match reader.next()? {
-            Ev::Start(Ns::W, e) if local(&e) == "body" => return parse_blocks(ctx, &mut reader, Mode::Body),
+            Ev::Start(Ns::W, e) if local(&e) == "body" => {
+                return parse_blocks(ctx, &mut reader, Mode::Body);
+            }
             Ev::Eof => return Err(DocxError::MissingPart(format!("w:body element in {part}"))),
             _ => {}
         }
@@ -267,7 +303,9 @@ fn anchor_comments(doc: &mut Document) {
         for inline in &p.inlines {
             match inline {
                 Inline::Text(span) => text.push_str(&span.text),
-                Inline::CommentStart { id } | Inline::CommentEnd { id } | Inline::CommentRef { id } => {
+                Inline::CommentStart { id }
+                | Inline::CommentEnd { id }
+                | Inline::CommentRef { id } => {
                     let Some(&i) = index.get(id) else {
                         if !dangling.contains(id) {
                             dangling.push(id.clone());
@@ -276,8 +314,12 @@ fn anchor_comments(doc: &mut Document) {
                     };
                     anchored[i] = true;
                     match inline {
-                        Inline::CommentStart { .. } if start[i].is_none() => start[i] = Some(text.len()),
-                        Inline::CommentEnd { .. } if start[i].is_some() && end[i].is_none() => end[i] = Some(text.len()),
+                        Inline::CommentStart { .. } if start[i].is_none() => {
+                            start[i] = Some(text.len())
+                        }
+                        Inline::CommentEnd { .. } if start[i].is_some() && end[i].is_none() => {
+                            end[i] = Some(text.len())
+                        }
                         _ => {}
                     }
                 }

@@ -41,12 +41,18 @@ pub struct Document {
 /// A block-level item of a story.
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+// A paragraph outweighs a table's header; boxing every paragraph would cost
+// an allocation each for nothing a reader sees.
+#[allow(clippy::large_enum_variant)]
 pub enum Block {
+    /// A paragraph.
     Paragraph(Paragraph),
+    /// A table.
     Table(Table),
 }
 
 #[derive(Debug, Default, Serialize)]
+/// A paragraph: its properties, revisions of its mark and formatting, and inline content.
 pub struct Paragraph {
     /// Where the reference view (python-docx order) would number this
     /// paragraph: `Some(n)` for a direct child of `w:body`, `None` elsewhere.
@@ -71,6 +77,7 @@ pub struct Paragraph {
     /// paragraph-mark `w:rPrChange`, tracked numbering change).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub format_changes: Vec<usize>,
+    /// Text, comment anchors, note references and text boxes, in order.
     pub inlines: Vec<Inline>,
     /// A drop cap (`w:framePr w:dropCap`): the first letter of the next
     /// paragraph, set large. Views join it to that paragraph.
@@ -81,21 +88,27 @@ pub struct Paragraph {
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+/// The paragraph properties labels depend on.
 pub struct ParagraphProps {
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The paragraph style's id (`w:pStyle`).
     pub style: Option<String>,
     /// Direct numbering (`w:numPr`): `num_id` "0" switches numbering off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub num_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The list level (`w:ilvl`), 0 = top.
     pub ilvl: Option<u8>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+/// A paragraph's list label in each state.
 pub struct Labels {
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The label with every change accepted.
     pub accepted: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The label with every change rejected: the numbering before the changes.
     pub rejected: Option<String>,
     /// The list level (0 = top) of the label, from the rejected state when
     /// the paragraph has a label there, else from the accepted state.
@@ -110,31 +123,41 @@ pub struct Labels {
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Inline {
+    /// Text with one revision state.
     Text(Span),
     /// Start of a comment's anchored range (`w:commentRangeStart`).
     CommentStart {
+        /// The comment's id.
         id: String,
     },
     /// End of a comment's anchored range.
     CommentEnd {
+        /// The comment's id.
         id: String,
     },
     /// The comment's reference mark (`w:commentReference`).
     CommentRef {
+        /// The comment's id.
         id: String,
     },
     /// A footnote or endnote reference, with its displayed mark.
     NoteRef {
+        /// Footnote or endnote.
         kind: NoteKind,
+        /// The note's id in its part.
         id: String,
+        /// The mark shown in the text ("1", "i", or a custom mark).
         mark: String,
         #[serde(skip_serializing_if = "Option::is_none")]
+        /// The revision that inserted the reference.
         inserted: Option<usize>,
         #[serde(skip_serializing_if = "Option::is_none")]
+        /// The revision that deleted the reference.
         deleted: Option<usize>,
     },
     /// A text box anchored here; its content is `Document::stories[story]`.
     TextBox {
+        /// Index into `Document::stories`.
         story: usize,
     },
 }
@@ -142,10 +165,13 @@ pub enum Inline {
 /// A stretch of text with one revision state.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct Span {
+    /// The text.
     pub text: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The revision that inserted this text.
     pub inserted: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The revision that deleted this text.
     pub deleted: Option<usize>,
     /// A tracked run-formatting change (`w:rPrChange`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -155,6 +181,7 @@ pub struct Span {
 /// A table.
 #[derive(Debug, Default, Serialize)]
 pub struct Table {
+    /// The rows, in order.
     pub rows: Vec<Row>,
     /// Tracked changes of the table's properties and grid
     /// (`w:tblPrChange`, `w:tblGridChange`).
@@ -165,10 +192,13 @@ pub struct Table {
 /// A table row.
 #[derive(Debug, Default, Serialize)]
 pub struct Row {
+    /// The cells, in order.
     pub cells: Vec<Cell>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The revision that inserted the row.
     pub inserted: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The revision that deleted the row.
     pub deleted: Option<usize>,
     /// Grid columns left empty before the first cell (`w:gridBefore`).
     #[serde(skip_serializing_if = "is_zero")]
@@ -185,10 +215,13 @@ pub struct Row {
 /// A table cell.
 #[derive(Debug, Default, Serialize)]
 pub struct Cell {
+    /// The cell's content.
     pub blocks: Vec<Block>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The revision that inserted the cell.
     pub inserted: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The revision that deleted the cell.
     pub deleted: Option<usize>,
     /// A vertically merged continuation cell (`w:vMerge` without `restart`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -203,37 +236,52 @@ fn is_zero(n: &u32) -> bool {
 }
 
 #[derive(Debug, Serialize)]
+/// A story other than the body: a header, footer, note or text box.
 pub struct Story {
+    /// What kind of story.
     pub kind: StoryKind,
     /// Part name for headers and footers, note id for notes, ordinal for text boxes.
     pub id: String,
+    /// Its content.
     pub blocks: Vec<Block>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+/// The kinds of stories besides the body.
 pub enum StoryKind {
+    /// A header part.
     Header,
+    /// A footer part.
     Footer,
+    /// A footnote.
     Footnote,
+    /// An endnote.
     Endnote,
+    /// A text box's content.
     TextBox,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+/// Footnote or endnote.
 pub enum NoteKind {
+    /// A footnote reference.
     Footnote,
+    /// An endnote reference.
     Endnote,
 }
 
 /// One tracked change.
 #[derive(Debug, Clone, Serialize)]
 pub struct Revision {
+    /// What kind of change.
     pub kind: RevisionKind,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Who made it, as the file names them.
     pub author: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// When, as the file gives it (ISO 8601).
     pub date: Option<String>,
     /// The `w:id` the file gave it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -249,18 +297,31 @@ pub struct Revision {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+/// The kinds of tracked change Word records.
 pub enum RevisionKind {
+    /// Inserted text (`w:ins`).
     Insertion,
+    /// Deleted text (`w:del`).
     Deletion,
+    /// The source of a move (`w:moveFrom`).
     MoveFrom,
+    /// The destination of a move (`w:moveTo`).
     MoveTo,
+    /// An inserted paragraph mark (a split, or a new paragraph).
     ParagraphInserted,
+    /// A deleted paragraph mark (a merge with the next paragraph).
     ParagraphDeleted,
+    /// Run formatting (`w:rPrChange`).
     RunFormat,
+    /// Paragraph formatting (`w:pPrChange`, a paragraph mark's run formatting, a numbering change).
     ParagraphFormat,
+    /// An inserted table row.
     RowInserted,
+    /// A deleted table row.
     RowDeleted,
+    /// An inserted table cell (`w:cellIns`).
     CellInserted,
+    /// A deleted table cell (`w:cellDel`).
     CellDeleted,
     /// Section properties (`w:sectPrChange`): page size, margins, columns…
     SectionFormat,
@@ -281,7 +342,8 @@ pub enum RevisionKind {
 impl RevisionKind {
     /// A change of formatting or properties, not of text or structure.
     pub fn is_format(self) -> bool {
-        matches!(self, RevisionKind::RunFormat | RevisionKind::ParagraphFormat) || self.is_property()
+        matches!(self, RevisionKind::RunFormat | RevisionKind::ParagraphFormat)
+            || self.is_property()
     }
 
     /// A change of section, table, row, cell or numbering properties.
@@ -312,6 +374,7 @@ impl RevisionKind {
             _ => "formatting",
         }
     }
+    /// Either end of a move.
     pub fn is_move(self) -> bool {
         matches!(self, RevisionKind::MoveFrom | RevisionKind::MoveTo)
     }
@@ -323,10 +386,13 @@ pub struct Comment {
     /// The `w:id` shared by the comment and its anchors.
     pub id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Who wrote it.
     pub author: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// Their initials, as the file gives them.
     pub initials: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// When (ISO 8601).
     pub date: Option<String>,
     /// The comment's text, one line per paragraph.
     pub text: String,
@@ -346,25 +412,40 @@ pub struct Comment {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// A person named in `word/people.xml`.
 pub struct Person {
+    /// The author name changes and comments use.
     pub author: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The identity provider ("AD", "Windows Live", "None").
     pub provider: Option<String>,
 }
 
 /// Which side of the revisions a view shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
+    /// Every change accepted.
     Accepted,
+    /// Every change rejected.
     Rejected,
 }
 
-impl Span {
-    pub fn present(&self, state: State) -> bool {
-        match state {
-            State::Accepted => self.deleted.is_none(),
-            State::Rejected => self.inserted.is_none(),
+impl State {
+    /// Whether something inserted by `inserted` and deleted by `deleted`
+    /// exists in this state: accepting keeps all but deletions, rejecting
+    /// all but insertions.
+    pub fn keeps(self, inserted: Option<usize>, deleted: Option<usize>) -> bool {
+        match self {
+            State::Accepted => deleted.is_none(),
+            State::Rejected => inserted.is_none(),
         }
+    }
+}
+
+impl Span {
+    /// Whether this text exists in `state`.
+    pub fn present(&self, state: State) -> bool {
+        state.keeps(self.inserted, self.deleted)
     }
 }
 
@@ -372,10 +453,7 @@ impl Paragraph {
     /// Whether this paragraph stands as its own paragraph in `state`
     /// (rather than merging into the next).
     pub fn mark_present(&self, state: State) -> bool {
-        match state {
-            State::Accepted => self.mark_deleted.is_none(),
-            State::Rejected => self.mark_inserted.is_none(),
-        }
+        state.keeps(self.mark_inserted, self.mark_deleted)
     }
 
     /// Properties in force in `state`.
@@ -389,7 +467,10 @@ impl Paragraph {
     /// Every revision this paragraph refers to: its mark, its formatting,
     /// and those of its text and note references.
     pub fn revision_refs(&self) -> impl Iterator<Item = usize> + '_ {
-        let own = [self.mark_inserted, self.mark_deleted].into_iter().flatten().chain(self.format_changes.iter().copied());
+        let own = [self.mark_inserted, self.mark_deleted]
+            .into_iter()
+            .flatten()
+            .chain(self.format_changes.iter().copied());
         let inline = self.inlines.iter().flat_map(|i| {
             let refs = match i {
                 Inline::Text(s) => [s.inserted, s.deleted, s.format],
@@ -401,6 +482,7 @@ impl Paragraph {
         own.chain(inline)
     }
 
+    /// The label in `state`.
     pub fn label_in(&self, state: State) -> Option<&str> {
         match state {
             State::Accepted => self.label.accepted.as_deref(),
@@ -410,20 +492,16 @@ impl Paragraph {
 }
 
 impl Row {
+    /// Whether this row exists in `state`.
     pub fn present(&self, state: State) -> bool {
-        match state {
-            State::Accepted => self.deleted.is_none(),
-            State::Rejected => self.inserted.is_none(),
-        }
+        state.keeps(self.inserted, self.deleted)
     }
 }
 
 impl Cell {
+    /// Whether this cell exists in `state`.
     pub fn present(&self, state: State) -> bool {
-        match state {
-            State::Accepted => self.deleted.is_none(),
-            State::Rejected => self.inserted.is_none(),
-        }
+        state.keeps(self.inserted, self.deleted)
     }
 }
 
@@ -444,6 +522,7 @@ impl Document {
     }
 }
 
+/// Calls `f` on every paragraph of `blocks`, tables included, in order.
 pub fn visit_paragraphs<'a>(blocks: &'a [Block], f: &mut dyn FnMut(&'a Paragraph)) {
     for block in blocks {
         match block {

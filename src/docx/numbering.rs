@@ -76,7 +76,10 @@ pub(crate) struct Definitions {
 }
 
 impl Definitions {
-    pub(crate) fn parse(numbering: Option<(&str, &str)>, styles: Option<(&str, &str)>) -> Result<Self, DocxError> {
+    pub(crate) fn parse(
+        numbering: Option<(&str, &str)>,
+        styles: Option<(&str, &str)>,
+    ) -> Result<Self, DocxError> {
         let mut defs = Definitions::default();
         if let Some((part, xml)) = styles {
             defs.parse_styles(part, xml)?;
@@ -107,7 +110,9 @@ impl Definitions {
                             continue;
                         }
                         let id = attr(&e, "styleId").unwrap_or_default();
-                        if kind == "paragraph" && attr(&e, "default").is_some_and(|d| d == "1" || d == "true") {
+                        if kind == "paragraph"
+                            && attr(&e, "default").is_some_and(|d| d == "1" || d == "true")
+                        {
                             self.default_paragraph_style = Some(id.clone());
                         }
                         current = Some((id, Style::default()));
@@ -124,7 +129,8 @@ impl Definitions {
                     }
                     "ilvl" => {
                         if let Some((_, s)) = current.as_mut() {
-                            s.ilvl = attr(&e, "val").and_then(|v| v.parse().ok()).map(|v: u8| v.min(8));
+                            s.ilvl =
+                                attr(&e, "val").and_then(|v| v.parse().ok()).map(|v: u8| v.min(8));
                         }
                     }
                     _ => {}
@@ -141,16 +147,7 @@ impl Definitions {
 
     fn parse_numbering(&mut self, part: &str, xml: &str) -> Result<(), DocxError> {
         let mut r = PartReader::new(part, xml);
-        enum Scope {
-            None,
-            Abstract(String),
-            Num(String),
-        }
-        let mut scope = Scope::None;
-        let mut scope_depth = 0;
-        // The level being read, with the depth of its w:lvl element.
-        let mut level: Option<(usize, Level, usize)> = None;
-        let mut override_level: Option<usize> = None;
+        let mut state = NumberingReader::default();
         // One entry per open mc:AlternateContent: whether a branch was read.
         let mut alternates: Vec<(usize, bool)> = Vec::new();
         loop {
@@ -168,99 +165,13 @@ impl Definitions {
                     if alternates.last().is_some_and(|&(d, _)| depth < d) {
                         alternates.pop();
                     }
-                    if let Some((l, lv, d)) = level.take() {
-                        if depth < d {
-                            match &scope {
-                                Scope::Abstract(id) => {
-                                    if let Some(a) = self.abstracts.get_mut(id) {
-                                        a.levels[l] = Some(lv);
-                                    }
-                                }
-                                Scope::Num(id) => {
-                                    if let Some(n) = self.nums.get_mut(id) {
-                                        n.level_overrides[l] = Some(lv);
-                                    }
-                                }
-                                Scope::None => {}
-                            }
-                        } else {
-                            level = Some((l, lv, d));
-                        }
-                    }
-                    if depth < scope_depth {
-                        scope = Scope::None;
-                        scope_depth = 0;
-                        override_level = None;
-                    }
+                    state.end(self, depth);
                 }
-                Ev::Start(Ns::W, e) | Ev::Empty(Ns::W, e) => {
-                    let name = local(&e);
-                    let lv = level.as_mut().map(|(_, lv, _)| lv);
-                    match (name, lv) {
-                        ("abstractNum", _) => {
-                            let id = attr(&e, "abstractNumId").unwrap_or_default();
-                            self.abstracts.insert(id.clone(), AbstractNum::default());
-                            scope = Scope::Abstract(id);
-                            scope_depth = r.depth();
-                        }
-                        ("num", _) => {
-                            let id = attr(&e, "numId").unwrap_or_default();
-                            self.nums.insert(id.clone(), Num::default());
-                            scope = Scope::Num(id);
-                            scope_depth = r.depth();
-                        }
-                        ("abstractNumId", _) => {
-                            if let Scope::Num(id) = &scope
-                                && let Some(n) = self.nums.get_mut(id)
-                            {
-                                n.abstract_id = attr(&e, "val").unwrap_or_default();
-                            }
-                        }
-                        (link @ ("numStyleLink" | "styleLink"), _) => {
-                            if let Scope::Abstract(id) = &scope
-                                && let Some(a) = self.abstracts.get_mut(id)
-                            {
-                                if link == "numStyleLink" {
-                                    a.num_style_link = attr(&e, "val");
-                                } else {
-                                    a.style_link = attr(&e, "val");
-                                }
-                            }
-                        }
-                        ("lvlOverride", _) => {
-                            override_level = attr(&e, "ilvl").and_then(|v| v.parse::<usize>().ok()).filter(|&l| l < 9);
-                        }
-                        ("startOverride", _) => {
-                            if let (Scope::Num(id), Some(l)) = (&scope, override_level)
-                                && let Some(n) = self.nums.get_mut(id)
-                            {
-                                n.start_overrides[l] = attr(&e, "val").and_then(|v| v.parse().ok());
-                            }
-                        }
-                        ("lvl", _) => {
-                            let ilvl = attr(&e, "ilvl").and_then(|v| v.parse::<usize>().ok()).filter(|&l| l < 9);
-                            let ilvl = match &scope {
-                                Scope::Num(_) => override_level.or(ilvl),
-                                _ => ilvl,
-                            };
-                            if let (Some(l), false) = (ilvl, matches!(scope, Scope::None)) {
-                                level = Some((l, Level::default(), r.depth()));
-                            }
-                        }
-                        ("start", Some(lv)) => lv.start = attr(&e, "val").and_then(|v| v.parse().ok()).unwrap_or(0),
-                        ("numFmt", Some(lv)) => lv.format = parse_format(attr(&e, "val").as_deref(), attr(&e, "format").as_deref()),
-                        ("lvlText", Some(lv)) => lv.text = Some(attr(&e, "val").unwrap_or_default()),
-                        ("isLgl", Some(lv)) => lv.is_lgl = super::xml::on_off(&e),
-                        ("lvlRestart", Some(lv)) => lv.restart = attr(&e, "val").and_then(|v| v.parse().ok()),
-                        ("pStyle", Some(lv)) => lv.style = attr(&e, "val"),
-                        _ => {}
-                    }
-                }
-                Ev::Eof => break,
+                Ev::Start(Ns::W, e) | Ev::Empty(Ns::W, e) => state.element(self, &e, r.depth()),
+                Ev::Eof => return Ok(()),
                 _ => {}
             }
         }
-        Ok(())
     }
 
     /// The (numId, level) a paragraph with these properties is numbered by.
@@ -299,7 +210,11 @@ impl Definitions {
                 let a = self.abstracts.get(&abstract_id)?;
                 style_id
                     .as_deref()
-                    .and_then(|s| a.levels.iter().position(|lv| lv.as_ref().and_then(|l| l.style.as_deref()) == Some(s)))
+                    .and_then(|s| {
+                        a.levels
+                            .iter()
+                            .position(|lv| lv.as_ref().and_then(|l| l.style.as_deref()) == Some(s))
+                    })
                     .unwrap_or(0)
             }
             None => 0,
@@ -329,6 +244,137 @@ impl Definitions {
             return Some(lv);
         }
         self.abstracts.get(abstract_id).and_then(|a| a.levels[l].clone())
+    }
+}
+
+/// Which definition of numbering.xml is being read.
+#[derive(Default)]
+enum Scope {
+    #[default]
+    None,
+    Abstract(String),
+    Num(String),
+}
+
+/// The state of reading numbering.xml, one element at a time.
+#[derive(Default)]
+struct NumberingReader {
+    scope: Scope,
+    scope_depth: usize,
+    /// The level being read, with the depth of its `w:lvl` element.
+    level: Option<(usize, Level, usize)>,
+    /// The level a `w:lvlOverride` names.
+    override_level: Option<usize>,
+}
+
+fn level_index(e: &quick_xml::events::BytesStart<'_>) -> Option<usize> {
+    attr(e, "ilvl").and_then(|v| v.parse::<usize>().ok()).filter(|&l| l < 9)
+}
+
+impl NumberingReader {
+    /// An element closed at `depth`: a finished level is stored, a
+    /// finished definition closes its scope.
+    fn end(&mut self, defs: &mut Definitions, depth: usize) {
+        if let Some((l, lv, d)) = self.level.take() {
+            if depth >= d {
+                self.level = Some((l, lv, d));
+            } else {
+                match &self.scope {
+                    Scope::Abstract(id) => {
+                        if let Some(a) = defs.abstracts.get_mut(id) {
+                            a.levels[l] = Some(lv);
+                        }
+                    }
+                    Scope::Num(id) => {
+                        if let Some(n) = defs.nums.get_mut(id) {
+                            n.level_overrides[l] = Some(lv);
+                        }
+                    }
+                    Scope::None => {}
+                }
+            }
+        }
+        if depth < self.scope_depth {
+            (self.scope, self.scope_depth, self.override_level) = (Scope::None, 0, None);
+        }
+    }
+
+    /// An element opened at `depth`.
+    fn element(
+        &mut self,
+        defs: &mut Definitions,
+        e: &quick_xml::events::BytesStart<'_>,
+        depth: usize,
+    ) {
+        let name = local(e);
+        if let Some((_, lv, _)) = self.level.as_mut() {
+            level_property(lv, name, e);
+            return;
+        }
+        match name {
+            "abstractNum" => {
+                let id = attr(e, "abstractNumId").unwrap_or_default();
+                defs.abstracts.insert(id.clone(), AbstractNum::default());
+                (self.scope, self.scope_depth) = (Scope::Abstract(id), depth);
+            }
+            "num" => {
+                let id = attr(e, "numId").unwrap_or_default();
+                defs.nums.insert(id.clone(), Num::default());
+                (self.scope, self.scope_depth) = (Scope::Num(id), depth);
+            }
+            "abstractNumId" => {
+                if let Scope::Num(id) = &self.scope
+                    && let Some(n) = defs.nums.get_mut(id)
+                {
+                    n.abstract_id = attr(e, "val").unwrap_or_default();
+                }
+            }
+            "numStyleLink" | "styleLink" => {
+                if let Scope::Abstract(id) = &self.scope
+                    && let Some(a) = defs.abstracts.get_mut(id)
+                {
+                    let link = if name == "numStyleLink" {
+                        &mut a.num_style_link
+                    } else {
+                        &mut a.style_link
+                    };
+                    *link = attr(e, "val");
+                }
+            }
+            "lvlOverride" => self.override_level = level_index(e),
+            "startOverride" => {
+                if let (Scope::Num(id), Some(l)) = (&self.scope, self.override_level)
+                    && let Some(n) = defs.nums.get_mut(id)
+                {
+                    n.start_overrides[l] = attr(e, "val").and_then(|v| v.parse().ok());
+                }
+            }
+            "lvl" => {
+                let ilvl = match &self.scope {
+                    Scope::Num(_) => self.override_level.or(level_index(e)),
+                    _ => level_index(e),
+                };
+                if let (Some(l), false) = (ilvl, matches!(self.scope, Scope::None)) {
+                    self.level = Some((l, Level::default(), depth));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One property of the `w:lvl` being read.
+fn level_property(lv: &mut Level, name: &str, e: &quick_xml::events::BytesStart<'_>) {
+    match name {
+        "start" => lv.start = attr(e, "val").and_then(|v| v.parse().ok()).unwrap_or(0),
+        "numFmt" => {
+            lv.format = parse_format(attr(e, "val").as_deref(), attr(e, "format").as_deref())
+        }
+        "lvlText" => lv.text = Some(attr(e, "val").unwrap_or_default()),
+        "isLgl" => lv.is_lgl = super::xml::on_off(e),
+        "lvlRestart" => lv.restart = attr(e, "val").and_then(|v| v.parse().ok()),
+        "pStyle" => lv.style = attr(e, "val"),
+        _ => {}
     }
 }
 
@@ -389,7 +435,7 @@ impl<'d> Counters<'d> {
             None => level.start,
         };
         values[l] = Some(next);
-        for k in l + 1..9 {
+        for (k, value) in values.iter_mut().enumerate().skip(l + 1) {
             let restart = self.defs.level(&num_id, &abstract_id, k).and_then(|lv| lv.restart);
             let resets = match restart {
                 None => true,
@@ -397,7 +443,7 @@ impl<'d> Counters<'d> {
                 Some(r) => l < r as usize,
             };
             if resets {
-                values[k] = None;
+                *value = None;
             }
         }
         let values = *values;
@@ -418,7 +464,8 @@ impl<'d> Counters<'d> {
                     let value = values[k].unwrap_or(lv.start);
                     let decimal = NumFormat::default();
                     let format = if level.is_lgl && k < l { decimal } else { lv.format };
-                    let format = if format == NumFormat::Word(NumFmt::Bullet) { decimal } else { format };
+                    let format =
+                        if format == NumFormat::Word(NumFmt::Bullet) { decimal } else { format };
                     out.push_str(&format_number(value, format));
                 }
                 continue;

@@ -381,20 +381,27 @@ pub(crate) fn format_number(format: &str, n: i64) -> String {
 // Tables
 // ---------------------------------------------------------------------------
 
-const LATIN_UPPER: [&str; 26] =
-    ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z"];
-const LATIN_LOWER: [&str; 26] =
-    ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x", "y", "z"];
+const LATIN_UPPER: [&str; 26] = [
+    "A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S",
+    "T", "U", "V", "W", "X", "Y", "Z",
+];
+const LATIN_LOWER: [&str; 26] = [
+    "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s",
+    "t", "u", "v", "w", "x", "y", "z",
+];
 
 /// `*` `†` `‡` `§` (LO table_Chicago: 0x002a, 0x2020, 0x2021, 0x00a7).
 const CHICAGO: [&str; 4] = ["*", "\u{2020}", "\u{2021}", "\u{00A7}"];
 
 /// 〇 一 二 三 四 五 六 七 八 九 (zero U+3007).
-const CJK_DIGITS_3007: [&str; 10] = ["\u{3007}", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
+const CJK_DIGITS_3007: [&str; 10] =
+    ["\u{3007}", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
 /// ○ 一 … 九 (zero U+25CB WHITE CIRCLE).
-const CJK_DIGITS_25CB: [&str; 10] = ["\u{25CB}", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
+const CJK_DIGITS_25CB: [&str; 10] =
+    ["\u{25CB}", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
 /// 零 一 … 九 (zero U+96F6).
-const CJK_DIGITS_96F6: [&str; 10] = ["\u{96F6}", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
+const CJK_DIGITS_96F6: [&str; 10] =
+    ["\u{96F6}", "一", "二", "三", "四", "五", "六", "七", "八", "九"];
 const KOREAN_DIGITS: [&str; 10] = ["영", "일", "이", "삼", "사", "오", "육", "칠", "팔", "구"];
 const FULLWIDTH_DIGITS: [&str; 10] = ["０", "１", "２", "３", "４", "５", "６", "７", "８", "９"];
 const DEVANAGARI_DIGITS: [&str; 10] = ["०", "१", "२", "३", "४", "५", "६", "७", "८", "९"];
@@ -403,28 +410,32 @@ const THAI_DIGITS: [&str; 10] = ["๐", "๑", "๒", "๓", "๔", "๕", "๖"
 /// Heavenly stems 甲乙丙丁戊己庚辛壬癸 (LO table_TianGan_zh).
 const STEMS: [&str; 10] = ["甲", "乙", "丙", "丁", "戊", "己", "庚", "辛", "壬", "癸"];
 /// Earthly branches 子丑寅卯辰巳午未申酉戌亥 (LO table_DiZi_zh).
-const BRANCHES: [&str; 12] = ["子", "丑", "寅", "卯", "辰", "巳", "午", "未", "申", "酉", "戌", "亥"];
+const BRANCHES: [&str; 12] =
+    ["子", "丑", "寅", "卯", "辰", "巳", "午", "未", "申", "酉", "戌", "亥"];
 
 /// ㈠ … ㈩ (U+3220–U+3229, PARENTHESIZED IDEOGRAPH ONE … TEN).
-const PAREN_IDEOGRAPHS: [&str; 10] =
-    ["\u{3220}", "\u{3221}", "\u{3222}", "\u{3223}", "\u{3224}", "\u{3225}", "\u{3226}", "\u{3227}", "\u{3228}", "\u{3229}"];
+const PAREN_IDEOGRAPHS: [&str; 10] = [
+    "\u{3220}", "\u{3221}", "\u{3222}", "\u{3223}", "\u{3224}", "\u{3225}", "\u{3226}", "\u{3227}",
+    "\u{3228}", "\u{3229}",
+];
 
 /// Half-width katakana in a-i-u-e-o order: U+FF71–U+FF9C, U+FF66, U+FF9D.
 const AIUEO_HALF: [&str; 46] = [
-    "ｱ", "ｲ", "ｳ", "ｴ", "ｵ", "ｶ", "ｷ", "ｸ", "ｹ", "ｺ", "ｻ", "ｼ", "ｽ", "ｾ", "ｿ", "ﾀ", "ﾁ", "ﾂ", "ﾃ", "ﾄ", "ﾅ", "ﾆ", "ﾇ", "ﾈ", "ﾉ", "ﾊ", "ﾋ",
-    "ﾌ", "ﾍ", "ﾎ", "ﾏ", "ﾐ", "ﾑ", "ﾒ", "ﾓ", "ﾔ", "ﾕ", "ﾖ", "ﾗ", "ﾘ", "ﾙ", "ﾚ", "ﾛ", "ﾜ", "ｦ", "ﾝ",
+    "ｱ", "ｲ", "ｳ", "ｴ", "ｵ", "ｶ", "ｷ", "ｸ", "ｹ", "ｺ", "ｻ", "ｼ", "ｽ", "ｾ", "ｿ", "ﾀ", "ﾁ", "ﾂ", "ﾃ",
+    "ﾄ", "ﾅ", "ﾆ", "ﾇ", "ﾈ", "ﾉ", "ﾊ", "ﾋ", "ﾌ", "ﾍ", "ﾎ", "ﾏ", "ﾐ", "ﾑ", "ﾒ", "ﾓ", "ﾔ", "ﾕ", "ﾖ",
+    "ﾗ", "ﾘ", "ﾙ", "ﾚ", "ﾛ", "ﾜ", "ｦ", "ﾝ",
 ];
 /// Full-width katakana in the same order (no ヰ ヱ: OI c says 46 values).
 const AIUEO_FULL: [&str; 46] = [
-    "ア", "イ", "ウ", "エ", "オ", "カ", "キ", "ク", "ケ", "コ", "サ", "シ", "ス", "セ", "ソ", "タ", "チ", "ツ", "テ", "ト", "ナ", "ニ",
-    "ヌ", "ネ", "ノ", "ハ", "ヒ", "フ", "ヘ", "ホ", "マ", "ミ", "ム", "メ", "モ", "ヤ", "ユ", "ヨ", "ラ", "リ", "ル", "レ", "ロ", "ワ",
-    "ヲ", "ン",
+    "ア", "イ", "ウ", "エ", "オ", "カ", "キ", "ク", "ケ", "コ", "サ", "シ", "ス", "セ", "ソ", "タ",
+    "チ", "ツ", "テ", "ト", "ナ", "ニ", "ヌ", "ネ", "ノ", "ハ", "ヒ", "フ", "ヘ", "ホ", "マ", "ミ",
+    "ム", "メ", "モ", "ヤ", "ユ", "ヨ", "ラ", "リ", "ル", "レ", "ロ", "ワ", "ヲ", "ン",
 ];
 /// Iroha order, full width, with ン last (48).
 const IROHA_FULL: [&str; 48] = [
-    "イ", "ロ", "ハ", "ニ", "ホ", "ヘ", "ト", "チ", "リ", "ヌ", "ル", "ヲ", "ワ", "カ", "ヨ", "タ", "レ", "ソ", "ツ", "ネ", "ナ", "ラ",
-    "ム", "ウ", "ヰ", "ノ", "オ", "ク", "ヤ", "マ", "ケ", "フ", "コ", "エ", "テ", "ア", "サ", "キ", "ユ", "メ", "ミ", "シ", "ヱ", "ヒ",
-    "モ", "セ", "ス", "ン",
+    "イ", "ロ", "ハ", "ニ", "ホ", "ヘ", "ト", "チ", "リ", "ヌ", "ル", "ヲ", "ワ", "カ", "ヨ", "タ",
+    "レ", "ソ", "ツ", "ネ", "ナ", "ラ", "ム", "ウ", "ヰ", "ノ", "オ", "ク", "ヤ", "マ", "ケ", "フ",
+    "コ", "エ", "テ", "ア", "サ", "キ", "ユ", "メ", "ミ", "シ", "ヱ", "ヒ", "モ", "セ", "ス", "ン",
 ];
 
 /// Iroha order in half-width katakana; ヰ and ヱ stay full width (they have
@@ -439,22 +450,26 @@ fn iroha_half() -> Vec<&'static str> {
         .collect()
 }
 
-const GANADA: [&str; 14] = ["가", "나", "다", "라", "마", "바", "사", "아", "자", "차", "카", "타", "파", "하"];
-const CHOSUNG: [&str; 14] = ["ㄱ", "ㄴ", "ㄷ", "ㄹ", "ㅁ", "ㅂ", "ㅅ", "ㅇ", "ㅈ", "ㅊ", "ㅋ", "ㅌ", "ㅍ", "ㅎ"];
+const GANADA: [&str; 14] =
+    ["가", "나", "다", "라", "마", "바", "사", "아", "자", "차", "카", "타", "파", "하"];
+const CHOSUNG: [&str; 14] =
+    ["ㄱ", "ㄴ", "ㄷ", "ㄹ", "ㅁ", "ㅂ", "ㅅ", "ㅇ", "ㅈ", "ㅊ", "ㅋ", "ㅌ", "ㅍ", "ㅎ"];
 
 /// а–и, к–п, р–щ, ы, э, ю, я (no ё й ъ ь) — ECMA; LO table_CyrillicLowerLetter_ru.
 const RUSSIAN_LOWER: [&str; 29] = [
-    "а", "б", "в", "г", "д", "е", "ж", "з", "и", "к", "л", "м", "н", "о", "п", "р", "с", "т", "у", "ф", "х", "ц", "ч", "ш", "щ", "ы", "э",
-    "ю", "я",
+    "а", "б", "в", "г", "д", "е", "ж", "з", "и", "к", "л", "м", "н", "о", "п", "р", "с", "т", "у",
+    "ф", "х", "ц", "ч", "ш", "щ", "ы", "э", "ю", "я",
 ];
 const RUSSIAN_UPPER: [&str; 29] = [
-    "А", "Б", "В", "Г", "Д", "Е", "Ж", "З", "И", "К", "Л", "М", "Н", "О", "П", "Р", "С", "Т", "У", "Ф", "Х", "Ц", "Ч", "Ш", "Щ", "Ы", "Э",
-    "Ю", "Я",
+    "А", "Б", "В", "Г", "Д", "Е", "Ж", "З", "И", "К", "Л", "М", "Н", "О", "П", "Р", "С", "Т", "У",
+    "Ф", "Х", "Ц", "Ч", "Ш", "Щ", "Ы", "Э", "Ю", "Я",
 ];
 
 /// The 22 Hebrew letters without final forms (LO table_Alphabet_he).
-const HEBREW_LETTERS: [&str; 22] =
-    ["א", "ב", "ג", "ד", "ה", "ו", "ז", "ח", "ט", "י", "כ", "ל", "מ", "נ", "ס", "ע", "פ", "צ", "ק", "ר", "ש", "ת"];
+const HEBREW_LETTERS: [&str; 22] = [
+    "א", "ב", "ג", "ד", "ה", "ו", "ז", "ח", "ט", "י", "כ", "ל", "מ", "נ", "ס", "ע", "פ", "צ", "ק",
+    "ר", "ש", "ת",
+];
 const HEBREW_ONES: [&str; 10] = ["", "א", "ב", "ג", "ד", "ה", "ו", "ז", "ח", "ט"];
 const HEBREW_TENS: [&str; 10] = ["", "י", "כ", "ל", "מ", "נ", "ס", "ע", "פ", "צ"];
 /// 100–400 ק ר ש ת, 500–900 the final forms ך ם ן ף ץ (ECMA; OO glyph set).
@@ -462,24 +477,27 @@ const HEBREW_HUNDREDS: [&str; 10] = ["", "ק", "ר", "ש", "ת", "ך", "ם", "ן
 
 /// أ ب ت ث ج ح خ د ذ ر ز س ش ص ض ط ظ ع غ ف ق ك ل م ن ه و ي (OO glyph set).
 const ARABIC_ALPHA: [&str; 28] = [
-    "\u{0623}", "\u{0628}", "\u{062A}", "\u{062B}", "\u{062C}", "\u{062D}", "\u{062E}", "\u{062F}", "\u{0630}", "\u{0631}", "\u{0632}",
-    "\u{0633}", "\u{0634}", "\u{0635}", "\u{0636}", "\u{0637}", "\u{0638}", "\u{0639}", "\u{063A}", "\u{0641}", "\u{0642}", "\u{0643}",
-    "\u{0644}", "\u{0645}", "\u{0646}", "\u{0647}", "\u{0648}", "\u{064A}",
+    "\u{0623}", "\u{0628}", "\u{062A}", "\u{062B}", "\u{062C}", "\u{062D}", "\u{062E}", "\u{062F}",
+    "\u{0630}", "\u{0631}", "\u{0632}", "\u{0633}", "\u{0634}", "\u{0635}", "\u{0636}", "\u{0637}",
+    "\u{0638}", "\u{0639}", "\u{063A}", "\u{0641}", "\u{0642}", "\u{0643}", "\u{0644}", "\u{0645}",
+    "\u{0646}", "\u{0647}", "\u{0648}", "\u{064A}",
 ];
 /// أ ب ج د ه و ز ح ط ي ك ل م ن س ع ف ص ق ر ش ت ث خ ذ ض ظ غ
 /// (LO table_Alphabet_ar_abjad order, first letter أ per DOCX).
 const ARABIC_ABJAD: [&str; 28] = [
-    "\u{0623}", "\u{0628}", "\u{062C}", "\u{062F}", "\u{0647}", "\u{0648}", "\u{0632}", "\u{062D}", "\u{0637}", "\u{064A}", "\u{0643}",
-    "\u{0644}", "\u{0645}", "\u{0646}", "\u{0633}", "\u{0639}", "\u{0641}", "\u{0635}", "\u{0642}", "\u{0631}", "\u{0634}", "\u{062A}",
-    "\u{062B}", "\u{062E}", "\u{0630}", "\u{0636}", "\u{0638}", "\u{063A}",
+    "\u{0623}", "\u{0628}", "\u{062C}", "\u{062F}", "\u{0647}", "\u{0648}", "\u{0632}", "\u{062D}",
+    "\u{0637}", "\u{064A}", "\u{0643}", "\u{0644}", "\u{0645}", "\u{0646}", "\u{0633}", "\u{0639}",
+    "\u{0641}", "\u{0635}", "\u{0642}", "\u{0631}", "\u{0634}", "\u{062A}", "\u{062B}", "\u{062E}",
+    "\u{0630}", "\u{0636}", "\u{0638}", "\u{063A}",
 ];
 
 /// Word's `hindiVowels`: the consonants U+0915–U+0939 (OI b; ECMA/OO list).
 const HINDI_VOWELS_WORD: [&str; 37] = [
-    "\u{0915}", "\u{0916}", "\u{0917}", "\u{0918}", "\u{0919}", "\u{091A}", "\u{091B}", "\u{091C}", "\u{091D}", "\u{091E}", "\u{091F}",
-    "\u{0920}", "\u{0921}", "\u{0922}", "\u{0923}", "\u{0924}", "\u{0925}", "\u{0926}", "\u{0927}", "\u{0928}", "\u{0929}", "\u{092A}",
-    "\u{092B}", "\u{092C}", "\u{092D}", "\u{092E}", "\u{092F}", "\u{0930}", "\u{0931}", "\u{0932}", "\u{0933}", "\u{0934}", "\u{0935}",
-    "\u{0936}", "\u{0937}", "\u{0938}", "\u{0939}",
+    "\u{0915}", "\u{0916}", "\u{0917}", "\u{0918}", "\u{0919}", "\u{091A}", "\u{091B}", "\u{091C}",
+    "\u{091D}", "\u{091E}", "\u{091F}", "\u{0920}", "\u{0921}", "\u{0922}", "\u{0923}", "\u{0924}",
+    "\u{0925}", "\u{0926}", "\u{0927}", "\u{0928}", "\u{0929}", "\u{092A}", "\u{092B}", "\u{092C}",
+    "\u{092D}", "\u{092E}", "\u{092F}", "\u{0930}", "\u{0931}", "\u{0932}", "\u{0933}", "\u{0934}",
+    "\u{0935}", "\u{0936}", "\u{0937}", "\u{0938}", "\u{0939}",
 ];
 /// Word's `hindiConsonants`: the vowels U+0905–U+0914, then अं and अः (OI b).
 const HINDI_CONSONANTS_WORD: [&str; 18] = [
@@ -506,8 +524,9 @@ const HINDI_CONSONANTS_WORD: [&str; 18] = [
 /// ก ข ค, ง … ร (U+0E07–U+0E23), ล, ว … ฮ (U+0E27–U+0E2E): 41 letters.
 fn thai_letters() -> Vec<&'static str> {
     const ALL: [&str; 46] = [
-        "ก", "ข", "ฃ", "ค", "ฅ", "ฆ", "ง", "จ", "ฉ", "ช", "ซ", "ฌ", "ญ", "ฎ", "ฏ", "ฐ", "ฑ", "ฒ", "ณ", "ด", "ต", "ถ", "ท", "ธ", "น", "บ",
-        "ป", "ผ", "ฝ", "พ", "ฟ", "ภ", "ม", "ย", "ร", "ฤ", "ล", "ฦ", "ว", "ศ", "ษ", "ส", "ห", "ฬ", "อ", "ฮ",
+        "ก", "ข", "ฃ", "ค", "ฅ", "ฆ", "ง", "จ", "ฉ", "ช", "ซ", "ฌ", "ญ", "ฎ", "ฏ", "ฐ", "ฑ", "ฒ",
+        "ณ", "ด", "ต", "ถ", "ท", "ธ", "น", "บ", "ป", "ผ", "ฝ", "พ", "ฟ", "ภ", "ม", "ย", "ร", "ฤ",
+        "ล", "ฦ", "ว", "ศ", "ษ", "ส", "ห", "ฬ", "อ", "ฮ",
     ];
     // ALL[i] is U+0E01 + i. Skip ฃ ฅ ฆ (U+0E03, U+0E05, U+0E06) and ฤ ฦ.
     ALL.iter()
@@ -583,7 +602,10 @@ fn digits_sub(n: i64, digits: &[&str; 10]) -> String {
     if n < 0 {
         return decimal(n);
     }
-    n.to_string().bytes().map(|b| digits.get((b.wrapping_sub(b'0')) as usize).copied().unwrap_or("")).collect()
+    n.to_string()
+        .bytes()
+        .map(|b| digits.get((b.wrapping_sub(b'0')) as usize).copied().unwrap_or(""))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -650,7 +672,8 @@ const EN_ONES: [&str; 20] = [
     "eighteen",
     "nineteen",
 ];
-const EN_TENS: [&str; 10] = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
+const EN_TENS: [&str; 10] =
+    ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
 
 /// Largest value spelled out; Word's \* CardText / \* OrdText stop at
 /// 999,999 (doubt, see NOTES.md); above it the label is decimal.
@@ -661,7 +684,11 @@ fn en_below_100(n: usize) -> String {
         return EN_ONES.get(n).copied().unwrap_or("").to_string();
     }
     let tens = EN_TENS.get(n / 10).copied().unwrap_or("");
-    if n.is_multiple_of(10) { tens.to_string() } else { format!("{tens}-{}", EN_ONES.get(n % 10).copied().unwrap_or("")) }
+    if n.is_multiple_of(10) {
+        tens.to_string()
+    } else {
+        format!("{tens}-{}", EN_ONES.get(n % 10).copied().unwrap_or(""))
+    }
 }
 
 fn en_below_1000(n: usize) -> String {
@@ -848,7 +875,8 @@ fn cjk_grouped(n: i64, style: &CjkStyle) -> String {
             }
             continue;
         }
-        let places = [(3, group / 1000), (2, group / 100 % 10), (1, group / 10 % 10), (0, group % 10)];
+        let places =
+            [(3, group / 1000), (2, group / 100 % 10), (1, group / 10 % 10), (0, group % 10)];
         for (place, digit) in places {
             if digit == 0 {
                 if started {
@@ -862,7 +890,8 @@ fn cjk_grouped(n: i64, style: &CjkStyle) -> String {
                 }
                 pending_zero = false;
             }
-            let unit = if place > 0 { style.small.get(place - 1).copied().unwrap_or("") } else { "" };
+            let unit =
+                if place > 0 { style.small.get(place - 1).copied().unwrap_or("") } else { "" };
             let omit = digit == 1
                 && match (place, style.elide) {
                     (0, _) => style.elide_one_before_myriad && *group == 1 && big == 1,
@@ -924,7 +953,8 @@ fn sexagenary(n: i64) -> String {
 /// Native Korean numbers 1–99 (하나 … 아흔아홉); decimal otherwise.
 fn korean_legal(n: i64) -> String {
     const ONES: [&str; 10] = ["", "하나", "둘", "셋", "넷", "다섯", "여섯", "일곱", "여덟", "아홉"];
-    const TENS: [&str; 10] = ["", "열", "스물", "서른", "마흔", "쉰", "예순", "일흔", "여든", "아흔"];
+    const TENS: [&str; 10] =
+        ["", "열", "스물", "서른", "마흔", "쉰", "예순", "일흔", "여든", "아흔"];
     if !(1..=99).contains(&n) {
         return decimal(n);
     }
@@ -1090,7 +1120,8 @@ fn hindi_counting(n: i64) -> String {
     let word = |v: i64| HINDI_1_99.get(v as usize).copied().unwrap_or("");
     let mut parts: Vec<String> = Vec::new();
     let mut rest = n;
-    for (size, name) in [(10_000_000, "करोड़"), (100_000, "लाख"), (1000, "हज़ार"), (100, "सौ")] {
+    for (size, name) in [(10_000_000, "करोड़"), (100_000, "लाख"), (1000, "हज़ार"), (100, "सौ")]
+    {
         let count = rest / size;
         if count > 0 {
             parts.push(format!("{} {name}", word(count)));
@@ -1122,7 +1153,14 @@ fn thai_words(n: u64) -> String {
         out.push_str(&thai_words(millions));
         out.push_str("ล้าน");
     }
-    let digits = [block / 100_000, block / 10_000 % 10, block / 1000 % 10, block / 100 % 10, block / 10 % 10, block % 10];
+    let digits = [
+        block / 100_000,
+        block / 10_000 % 10,
+        block / 1000 % 10,
+        block / 100 % 10,
+        block / 10 % 10,
+        block % 10,
+    ];
     for (i, d) in digits.iter().enumerate() {
         let place = 5 - i;
         let d = *d as usize;
@@ -1812,7 +1850,10 @@ mod tests {
         assert_eq!(thai_letters().len(), 41);
         assert_eq!(iroha_half().len(), 48);
         // Half-width iroha keeps full-width ヰ ヱ, everything else half width.
-        let full = iroha_half().iter().filter(|s| s.chars().all(|c| ('\u{30A0}'..='\u{30FF}').contains(&c))).count();
+        let full = iroha_half()
+            .iter()
+            .filter(|s| s.chars().all(|c| ('\u{30A0}'..='\u{30FF}').contains(&c)))
+            .count();
         assert_eq!(full, 2);
         assert_eq!(AIUEO_HALF[43], "\u{FF9C}");
         assert_eq!(AIUEO_HALF[44], "\u{FF66}");

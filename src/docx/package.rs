@@ -31,7 +31,13 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_file_bytes: 256 << 20, max_part_bytes: 64 << 20, max_total_bytes: 256 << 20, max_ratio: 200, max_entries: 20_000 }
+        Limits {
+            max_file_bytes: 256 << 20,
+            max_part_bytes: 64 << 20,
+            max_total_bytes: 256 << 20,
+            max_ratio: 200,
+            max_entries: 20_000,
+        }
     }
 }
 
@@ -75,7 +81,9 @@ fn sniff_non_zip(bytes: &[u8]) -> DocxError {
     }
     if trimmed.starts_with("<?xml") || trimmed.starts_with('<') {
         if text.contains("pkg:package") || text.contains("w:wordDocument") {
-            return DocxError::NotDocx("it is a flat Word XML file; save it from Word as .docx".into());
+            return DocxError::NotDocx(
+                "it is a flat Word XML file; save it from Word as .docx".into(),
+            );
         }
         return DocxError::NotDocx("it is an XML or HTML file, not a zip package".into());
     }
@@ -90,10 +98,14 @@ fn sniff_non_zip(bytes: &[u8]) -> DocxError {
 /// directory is left to the zip reader.
 fn repeated_name(bytes: &[u8], max_entries: usize) -> Option<String> {
     let u16_at = |i: usize| bytes.get(i..i + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
-    let u32_at = |i: usize| bytes.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let u32_at = |i: usize| {
+        bytes.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
     // The end-of-central-directory record is in the last 64 KiB + 22 bytes.
     let floor = bytes.len().saturating_sub(65_557);
-    let eocd = (floor..bytes.len().saturating_sub(21)).rev().find(|&i| bytes[i..].starts_with(&[0x50, 0x4b, 0x05, 0x06]))?;
+    let eocd = (floor..bytes.len().saturating_sub(21))
+        .rev()
+        .find(|&i| bytes[i..].starts_with(&[0x50, 0x4b, 0x05, 0x06]))?;
     let (count, mut at) = (u16_at(eocd + 10)?, u32_at(eocd + 16)?);
     if count == 0xFFFF || count > max_entries {
         return None;
@@ -116,7 +128,10 @@ fn repeated_name(bytes: &[u8], max_entries: usize) -> Option<String> {
 impl Package {
     pub(crate) fn open(bytes: Vec<u8>, limits: Limits) -> Result<Package, DocxError> {
         if bytes.len() as u64 > limits.max_file_bytes {
-            return Err(DocxError::TooLarge { what: "the file".into(), limit: limits.max_file_bytes });
+            return Err(DocxError::TooLarge {
+                what: "the file".into(),
+                limit: limits.max_file_bytes,
+            });
         }
         if !bytes.starts_with(b"PK") {
             return Err(sniff_non_zip(&bytes));
@@ -126,9 +141,13 @@ impl Package {
         if let Some(part) = repeated_name(&bytes, limits.max_entries) {
             return Err(DocxError::DuplicatePart { part, how: "" });
         }
-        let archive = ZipArchive::new(Cursor::new(bytes)).map_err(|e| DocxError::Zip(e.to_string()))?;
+        let archive =
+            ZipArchive::new(Cursor::new(bytes)).map_err(|e| DocxError::Zip(e.to_string()))?;
         if archive.len() > limits.max_entries {
-            return Err(DocxError::TooManyEntries { count: archive.len(), limit: limits.max_entries });
+            return Err(DocxError::TooManyEntries {
+                count: archive.len(),
+                limit: limits.max_entries,
+            });
         }
         let mut names: HashMap<String, usize> = HashMap::with_capacity(archive.len());
         for i in 0..archive.len() {
@@ -137,8 +156,12 @@ impl Package {
             // Part names are case-insensitive (OPC): two entries for one
             // part let two readers see two different documents.
             if let Some(&first) = names.get(&name.to_ascii_lowercase()) {
-                let same = archive.name_for_index(first).and_then(Result::ok).map(|f| f.trim_start_matches('/') == name);
-                let how = if same == Some(true) { "" } else { " (names differing only in letter case)" };
+                let same = archive
+                    .name_for_index(first)
+                    .and_then(Result::ok)
+                    .map(|f| f.trim_start_matches('/') == name);
+                let how =
+                    if same == Some(true) { "" } else { " (names differing only in letter case)" };
                 return Err(DocxError::DuplicatePart { part: name.to_string(), how });
             }
             names.insert(name.to_ascii_lowercase(), i);
@@ -159,23 +182,38 @@ impl Package {
         let remaining_total = limits.max_total_bytes.saturating_sub(self.inflated);
         let cap = limits.max_part_bytes.min(remaining_total);
         let mut file = self.archive.by_index(index).map_err(|e| match e {
-            zip::result::ZipError::UnsupportedArchive(msg) if msg.contains("assword") => DocxError::Encrypted,
+            zip::result::ZipError::UnsupportedArchive(msg) if msg.contains("assword") => {
+                DocxError::Encrypted
+            }
             other => DocxError::Zip(format!("{name}: {other}")),
         })?;
         let compressed = file.compressed_size().max(1);
         // Never allocate what the archive merely declares.
         let mut buf = Vec::with_capacity((file.size().min(cap).min(1 << 20)) as usize);
-        let read = (&mut file).take(cap + 1).read_to_end(&mut buf).map_err(|e| DocxError::Zip(format!("{name}: {e}")))?;
+        let read = (&mut file)
+            .take(cap + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| DocxError::Zip(format!("{name}: {e}")))?;
         let read = read as u64;
         if read > cap {
             return Err(if cap == limits.max_part_bytes {
-                DocxError::TooLarge { what: format!("part {name} once decompressed"), limit: limits.max_part_bytes }
+                DocxError::TooLarge {
+                    what: format!("part {name} once decompressed"),
+                    limit: limits.max_part_bytes,
+                }
             } else {
-                DocxError::TooLarge { what: "the package's decompressed parts".into(), limit: limits.max_total_bytes }
+                DocxError::TooLarge {
+                    what: "the package's decompressed parts".into(),
+                    limit: limits.max_total_bytes,
+                }
             });
         }
         if read > (1 << 20) && read / compressed > limits.max_ratio {
-            return Err(DocxError::CompressionRatio { part: name.to_string(), ratio: read / compressed, limit: limits.max_ratio });
+            return Err(DocxError::CompressionRatio {
+                part: name.to_string(),
+                ratio: read / compressed,
+                limit: limits.max_ratio,
+            });
         }
         self.inflated += read;
         decode_text(name, buf).map(Some)
@@ -187,7 +225,11 @@ impl Package {
             Some(i) => (&part[..i], &part[i + 1..]),
             None => ("", part),
         };
-        let rels_name = if dir.is_empty() { format!("_rels/{file}.rels") } else { format!("{dir}/_rels/{file}.rels") };
+        let rels_name = if dir.is_empty() {
+            format!("_rels/{file}.rels")
+        } else {
+            format!("{dir}/_rels/{file}.rels")
+        };
         let Some(xml) = self.read_part(&rels_name)? else {
             return Ok(Vec::new());
         };
@@ -196,8 +238,11 @@ impl Package {
         loop {
             match reader.next()? {
                 Ev::Start(_, e) | Ev::Empty(_, e) if local(&e) == "Relationship" => {
-                    let kind = attr(&e, "Type").map(|t| t.rsplit('/').next().unwrap_or_default().to_string()).unwrap_or_default();
-                    let external = attr(&e, "TargetMode").is_some_and(|m| m.eq_ignore_ascii_case("External"));
+                    let kind = attr(&e, "Type")
+                        .map(|t| t.rsplit('/').next().unwrap_or_default().to_string())
+                        .unwrap_or_default();
+                    let external =
+                        attr(&e, "TargetMode").is_some_and(|m| m.eq_ignore_ascii_case("External"));
                     let target = match (external, attr(&e, "Target")) {
                         (false, Some(t)) => Some(resolve_target(dir, &t)),
                         _ => None,
@@ -268,9 +313,12 @@ fn decode_text(name: &str, buf: Vec<u8>) -> Result<String, DocxError> {
         let le = buf[0] == 0xFF;
         let units: Vec<u16> = buf[2..]
             .chunks_exact(2)
-            .map(|c| if le { u16::from_le_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], c[1]]) })
+            .map(|c| {
+                if le { u16::from_le_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], c[1]]) }
+            })
             .collect();
-        return String::from_utf16(&units).map_err(|_| DocxError::Encoding { part: name.to_string() });
+        return String::from_utf16(&units)
+            .map_err(|_| DocxError::Encoding { part: name.to_string() });
     }
     let start = if buf.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };
     match String::from_utf8(buf) {
@@ -304,7 +352,9 @@ mod tests {
         assert!(matches!(sniff_non_zip(&ole), DocxError::LegacyDoc));
         ole.extend("EncryptionInfo".encode_utf16().flat_map(|u| u.to_le_bytes()));
         assert!(matches!(sniff_non_zip(&ole), DocxError::Encrypted));
-        assert!(matches!(sniff_non_zip(b"{\\rtf1 hello"), DocxError::NotDocx(m) if m.contains("RTF")));
+        assert!(
+            matches!(sniff_non_zip(b"{\\rtf1 hello"), DocxError::NotDocx(m) if m.contains("RTF"))
+        );
         assert!(matches!(sniff_non_zip(b""), DocxError::NotDocx(m) if m.contains("empty")));
     }
 }

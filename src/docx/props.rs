@@ -33,9 +33,15 @@ impl Element {
 
     /// What identifies this element's value: its attributes and children.
     fn signature(&self) -> String {
-        let mut attrs: Vec<String> = self.attrs.iter().filter(|(k, _)| !k.starts_with("rsid")).map(|(k, v)| format!("{k}={v}")).collect();
+        let mut attrs: Vec<String> = self
+            .attrs
+            .iter()
+            .filter(|(k, _)| !k.starts_with("rsid"))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         attrs.sort();
-        let children: Vec<String> = self.children.iter().map(|c| format!("{}({})", c.name, c.signature())).collect();
+        let children: Vec<String> =
+            self.children.iter().map(|c| format!("{}({})", c.name, c.signature())).collect();
         format!("{}|{}", attrs.join(","), children.join(","))
     }
 }
@@ -54,8 +60,13 @@ fn attributes(e: &BytesStart<'_>) -> Vec<(String, String)> {
 
 /// Reads the element whose `Start` (or `Empty`) the reader just returned,
 /// with its whole subtree.
-pub(crate) fn read(reader: &mut PartReader<'_>, e: &BytesStart<'_>, empty: bool) -> Result<Element, DocxError> {
-    let mut root = Element { name: local(e).to_string(), attrs: attributes(e), children: Vec::new() };
+pub(crate) fn read(
+    reader: &mut PartReader<'_>,
+    e: &BytesStart<'_>,
+    empty: bool,
+) -> Result<Element, DocxError> {
+    let mut root =
+        Element { name: local(e).to_string(), attrs: attributes(e), children: Vec::new() };
     if empty {
         return Ok(root);
     }
@@ -63,9 +74,17 @@ pub(crate) fn read(reader: &mut PartReader<'_>, e: &BytesStart<'_>, empty: bool)
     let mut open: Vec<Element> = Vec::new();
     loop {
         match reader.next()? {
-            Ev::Start(_, c) => open.push(Element { name: local(&c).to_string(), attrs: attributes(&c), children: Vec::new() }),
+            Ev::Start(_, c) => open.push(Element {
+                name: local(&c).to_string(),
+                attrs: attributes(&c),
+                children: Vec::new(),
+            }),
             Ev::Empty(_, c) => {
-                let el = Element { name: local(&c).to_string(), attrs: attributes(&c), children: Vec::new() };
+                let el = Element {
+                    name: local(&c).to_string(),
+                    attrs: attributes(&c),
+                    children: Vec::new(),
+                };
                 open.last_mut().unwrap_or(&mut root).children.push(el);
             }
             Ev::End => match open.pop() {
@@ -88,7 +107,9 @@ pub(crate) fn changed(now: &[Element], old: &[Element]) -> Vec<String> {
             out.push(label.to_string());
         }
     };
-    let same = |a: &Element, list: &[Element]| list.iter().any(|b| b.name == a.name && b.signature() == a.signature());
+    let same = |a: &Element, list: &[Element]| {
+        list.iter().any(|b| b.name == a.name && b.signature() == a.signature())
+    };
     for e in now {
         if !same(e, old) {
             note(&e.name);
@@ -138,9 +159,14 @@ fn label(name: &str) -> &str {
         "pgBorders" => "page borders",
         "footnotePr" | "endnotePr" => "note numbering",
         "formProt" | "bidi" | "rtlGutter" | "paperSrc" | "printerSettings" => "",
-        "cnfStyle" | "tblStyleRowBandSize" | "tblStyleColBandSize" | "tblCaption" | "tblDescription" => "",
+        "cnfStyle"
+        | "tblStyleRowBandSize"
+        | "tblStyleColBandSize"
+        | "tblCaption"
+        | "tblDescription" => "",
         // The change markers themselves are not properties.
-        "tblPrChange" | "tblGridChange" | "tblPrExChange" | "trPrChange" | "tcPrChange" | "sectPrChange" => "",
+        "tblPrChange" | "tblGridChange" | "tblPrExChange" | "trPrChange" | "tcPrChange"
+        | "sectPrChange" => "",
         "ins" | "del" | "cellIns" | "cellDel" | "cellMerge" => "",
         other => other,
     }
@@ -151,7 +177,11 @@ mod tests {
     use super::*;
 
     fn el(name: &str, attrs: &[(&str, &str)]) -> Element {
-        Element { name: name.into(), attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(), children: vec![] }
+        Element {
+            name: name.into(),
+            attrs: attrs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            children: vec![],
+        }
     }
 
     #[test]

@@ -30,13 +30,21 @@ impl Ctx {
     fn revision(&mut self, kind: RevisionKind, e: &BytesStart<'_>) -> usize {
         let author = attr(e, "author").filter(|a| !a.trim().is_empty());
         let date = attr(e, "date").filter(|d| !d.trim().is_empty());
-        self.revisions.push(Revision { kind, author, date, word_id: attr(e, "id"), move_pair: None, changed: Vec::new() });
+        self.revisions.push(Revision {
+            kind,
+            author,
+            date,
+            word_id: attr(e, "id"),
+            move_pair: None,
+            changed: Vec::new(),
+        });
         self.revisions.len() - 1
     }
 
     /// A revision from an element read whole (a property change).
     fn revision_of(&mut self, kind: RevisionKind, e: &Element, changed: Vec<String>) -> usize {
-        let value = |k: &str| e.attr(k).map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+        let value =
+            |k: &str| e.attr(k).map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
         self.revisions.push(Revision {
             kind,
             author: value("author"),
@@ -77,6 +85,8 @@ enum El {
     Other,
 }
 
+// Frames live on a short stack: their size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Frame {
     Blocks(Vec<Block>),
     Table(Table),
@@ -139,7 +149,11 @@ struct Parser<'c, 'x> {
 }
 
 /// Parses block content until the element whose `Start` was just read ends.
-pub(crate) fn parse_blocks(ctx: &mut Ctx, reader: &mut PartReader<'_>, mode: Mode) -> Result<Vec<Block>, DocxError> {
+pub(crate) fn parse_blocks(
+    ctx: &mut Ctx,
+    reader: &mut PartReader<'_>,
+    mode: Mode,
+) -> Result<Vec<Block>, DocxError> {
     let stop = reader.depth() - 1;
     let mut parser = Parser {
         ctx,
@@ -253,104 +267,29 @@ impl<'c, 'x> Parser<'c, 'x> {
             self.record_property(name, e);
         }
         match name {
-            "p" => {
-                let mut b = ParaBuilder::default();
-                b.p.para_id = attr(e, "paraId");
-                if self.mode == Mode::Body && parent == El::Body {
-                    b.p.body_index = Some(self.next_body_index);
-                    self.next_body_index += 1;
-                }
-                for id in self.pending_comment_starts.drain(..) {
-                    b.p.inlines.push(Inline::CommentStart { id });
-                }
-                self.frames.push(Frame::Para(b));
-                if empty {
-                    self.finish_paragraph();
-                } else {
-                    self.path.push(El::P);
-                }
-            }
+            "p" => self.start_paragraph(e, parent, empty),
             "pPr" if parent == El::P || parent == El::PPrChange => self.push(empty, El::PPr),
             "rPr" => self.push(empty, El::RPr),
             "numPr" => self.push(empty, El::NumPr),
-            "pStyle" if parent == El::PPr => {
-                let val = attr(e, "val");
-                if let Some(props) = self.props_target() {
-                    props.style = val;
-                }
+            "pStyle" | "framePr" if parent == El::PPr => {
+                self.paragraph_property(name, e);
                 self.skip_if_open(empty)?;
             }
             "ilvl" | "numId" if parent == El::NumPr => {
-                let val = attr(e, "val");
-                if let Some(props) = self.props_target() {
-                    if name == "ilvl" {
-                        props.ilvl = val.and_then(|v| v.trim().parse().ok()).map(|v: u8| v.min(8));
-                    } else {
-                        props.num_id = val;
-                    }
-                }
+                self.paragraph_property(name, e);
                 self.skip_if_open(empty)?;
             }
-            "framePr" if parent == El::PPr => {
-                let drop = attr(e, "dropCap").is_some_and(|d| d != "none");
-                if drop
-                    && !self.path.contains(&El::PPrChange)
-                    && let Some(b) = self.para_mut()
-                {
-                    b.p.drop_cap = true;
-                }
-                self.skip_if_open(empty)?;
-            }
-            "pPrChange" => {
-                let rev = self.ctx.revision(RevisionKind::ParagraphFormat, e);
-                if let Some(b) = self.para_mut() {
-                    b.p.format_changes.push(rev);
-                    b.ppr_change = Some(rev);
-                    b.props_before.get_or_insert_with(ParagraphProps::default);
-                }
-                self.push(empty, El::PPrChange);
-            }
-            "rPrChange" => {
-                if self.grandparent() == El::PPr {
-                    // Formatting of the paragraph mark itself.
-                    let rev = self.ctx.revision(RevisionKind::ParagraphFormat, e);
-                    self.ctx.revisions[rev].changed.push("paragraph mark formatting".into());
-                    if let Some(b) = self.para_mut() {
-                        b.p.format_changes.push(rev);
-                    }
-                    if !empty {
-                        self.reader.skip_subtree()?;
-                    }
-                } else {
-                    let rev = self.ctx.revision(RevisionKind::RunFormat, e);
-                    self.run_format = Some(rev);
-                    self.push(empty, El::RPrChange);
-                }
-            }
+            "pPrChange" | "rPrChange" => self.format_change(name, e, empty)?,
             "ins" | "del" | "moveFrom" | "moveTo" => self.revision_element(name, e, empty)?,
             "moveFromRangeStart" | "moveToRangeStart" | "moveFromRangeEnd" | "moveToRangeEnd" => {
-                let name_attr = attr(e, "name");
-                match name {
-                    "moveFromRangeStart" => self.open_move_from = name_attr,
-                    "moveToRangeStart" => self.open_move_to = name_attr,
-                    "moveFromRangeEnd" => self.open_move_from = None,
-                    _ => self.open_move_to = None,
-                }
+                self.move_range(name, e);
                 self.skip_if_open(empty)?;
             }
-            "tbl" => {
-                self.frames.push(Frame::Table(Table::default()));
-                self.push(empty, El::Tbl);
-                if empty {
-                    self.close_frame();
-                }
-            }
-            "tr" => {
-                self.frames.push(Frame::Row(Row::default()));
-                self.push(empty, El::Tr);
-                if empty {
-                    self.close_frame();
-                }
+            "tbl" => self.open_frame(Frame::Table(Table::default()), El::Tbl, empty),
+            "tr" => self.open_frame(Frame::Row(Row::default()), El::Tr, empty),
+            "tc" => self.open_frame(Frame::Cell(Cell::default()), El::Tc, empty),
+            "txbxContent" if !empty => {
+                self.open_frame(Frame::TextBox(Vec::new()), El::TxbxContent, empty)
             }
             "trPr" | "tblPrEx" if parent == El::Tr => {
                 let el = props::read(self.reader, e, empty)?;
@@ -360,24 +299,13 @@ impl<'c, 'x> Parser<'c, 'x> {
                 let el = props::read(self.reader, e, empty)?;
                 self.table_properties(&el);
             }
-            "sectPr" => {
-                let el = props::read(self.reader, e, empty)?;
-                self.section_properties(&el);
-            }
-            "tc" => {
-                self.frames.push(Frame::Cell(Cell::default()));
-                self.push(empty, El::Tc);
-                if empty {
-                    self.close_frame();
-                }
-            }
             "tcPr" if parent == El::Tc => {
                 let el = props::read(self.reader, e, empty)?;
                 self.cell_properties(&el);
             }
-            "txbxContent" if !empty => {
-                self.frames.push(Frame::TextBox(Vec::new()));
-                self.path.push(El::TxbxContent);
+            "sectPr" => {
+                let el = props::read(self.reader, e, empty)?;
+                self.section_properties(&el);
             }
             "r" => {
                 self.run_format = None;
@@ -386,85 +314,22 @@ impl<'c, 'x> Parser<'c, 'x> {
                 self.custom_note_mark = false;
                 self.push(empty, El::R);
             }
-            "t" | "delText" if !empty => {
-                // Without xml:space="preserve", Word and LibreOffice drop
-                // the text's leading and trailing whitespace.
-                let preserve = attr(e, "space").is_some_and(|v| v == "preserve");
-                let text = self.reader.text_content()?;
-                let text = if preserve { text } else { text.trim_matches([' ', '\t', '\n', '\r']).to_string() };
-                if self.custom_note_mark {
-                    // The mark of a footnote with a custom mark: shown as text.
-                    self.custom_note_mark = false;
-                }
-                self.push_text(&text);
+            "t" | "delText" if !empty => self.text(e)?,
+            "instrText" | "delInstrText" | "sdtPr" | "sdtEndPr" | "fldData" | "ffData" => {
+                self.skip_if_open(empty)?
             }
-            "instrText" | "delInstrText" | "sdtPr" | "sdtEndPr" | "fldData" | "ffData" => self.skip_if_open(empty)?,
-            "tab" | "ptab" if parent == El::R => {
-                self.push_text("\t");
-                self.skip_if_open(empty)?;
-            }
-            "br" | "cr" if parent == El::R => {
-                self.push_text("\n");
-                self.skip_if_open(empty)?;
-            }
-            "noBreakHyphen" | "softHyphen" if parent == El::R => {
-                self.push_text(if name == "noBreakHyphen" { "\u{2011}" } else { "\u{ad}" });
-                self.skip_if_open(empty)?;
-            }
-            "sym" if parent == El::R => {
-                if let Some(c) = attr(e, "char").and_then(|c| sym_char(&c)) {
-                    self.push_text(c.encode_utf8(&mut [0; 4]));
-                }
+            "tab" | "ptab" | "br" | "cr" | "noBreakHyphen" | "softHyphen" | "sym"
+                if parent == El::R =>
+            {
+                self.run_character(name, e);
                 self.skip_if_open(empty)?;
             }
             "fldChar" => {
-                // A LISTNUM field's end may record a tracked renumbering.
                 let el = props::read(self.reader, e, empty)?;
-                if let Some(change) = el.child("numberingChange") {
-                    let was = change.attr("original").unwrap_or("").to_string();
-                    let rev = self.ctx.revision_of(RevisionKind::NumberingFormat, change, vec![format!("list number (was {was:?})")]);
-                    if let Some(b) = self.para_mut() {
-                        b.p.format_changes.push(rev);
-                    }
-                }
-                match attr(e, "fldCharType").as_deref() {
-                    Some("begin") => self.fields.push(FieldPhase::Code),
-                    Some("separate") => {
-                        if let Some(top) = self.fields.last_mut() {
-                            *top = FieldPhase::Result;
-                        }
-                    }
-                    Some("end") => {
-                        self.fields.pop();
-                    }
-                    _ => {}
-                }
+                self.field_char(&el);
             }
             "footnoteReference" | "endnoteReference" => {
-                let kind = if name == "footnoteReference" { NoteKind::Footnote } else { NoteKind::Endnote };
-                let custom = attr(e, "customMarkFollows").is_some_and(|v| v == "1" || v == "true" || v == "on");
-                let mark = if custom {
-                    self.custom_note_mark = true;
-                    String::new()
-                } else {
-                    match kind {
-                        NoteKind::Footnote => {
-                            self.ctx.footnotes_seen += 1;
-                            self.ctx.footnotes_seen.to_string()
-                        }
-                        NoteKind::Endnote => {
-                            self.ctx.endnotes_seen += 1;
-                            super::numfmt::format_number("lowerRoman", i64::from(self.ctx.endnotes_seen))
-                        }
-                    }
-                };
-                let id = attr(e, "id").unwrap_or_default();
-                let (inserted, deleted) = self.wrapper_state();
-                if !self.hidden_by_field()
-                    && let Some(b) = self.para_mut()
-                {
-                    b.p.inlines.push(Inline::NoteRef { kind, id, mark, inserted, deleted });
-                }
+                self.note_reference(name, e);
                 self.skip_if_open(empty)?;
             }
             "commentRangeStart" | "commentRangeEnd" | "commentReference" => {
@@ -480,6 +345,179 @@ impl<'c, 'x> Parser<'c, 'x> {
             _ => self.push(empty, El::Other),
         }
         Ok(())
+    }
+
+    /// `w:p`: a new paragraph (numbered as python-docx numbers the body's
+    /// direct paragraphs), with the comment ranges that opened before it.
+    fn start_paragraph(&mut self, e: &BytesStart<'_>, parent: El, empty: bool) {
+        let mut b = ParaBuilder::default();
+        b.p.para_id = attr(e, "paraId");
+        if self.mode == Mode::Body && parent == El::Body {
+            b.p.body_index = Some(self.next_body_index);
+            self.next_body_index += 1;
+        }
+        for id in self.pending_comment_starts.drain(..) {
+            b.p.inlines.push(Inline::CommentStart { id });
+        }
+        self.frames.push(Frame::Para(b));
+        if empty {
+            self.finish_paragraph();
+        } else {
+            self.path.push(El::P);
+        }
+    }
+
+    /// `w:pStyle`, `w:ilvl`, `w:numId`, `w:framePr`: the paragraph
+    /// properties labels and drop caps depend on.
+    fn paragraph_property(&mut self, name: &str, e: &BytesStart<'_>) {
+        let val = attr(e, "val");
+        if name == "framePr" {
+            let drop = attr(e, "dropCap").is_some_and(|d| d != "none");
+            if drop
+                && !self.path.contains(&El::PPrChange)
+                && let Some(b) = self.para_mut()
+            {
+                b.p.drop_cap = true;
+            }
+            return;
+        }
+        let Some(props) = self.props_target() else { return };
+        match name {
+            "pStyle" => props.style = val,
+            "ilvl" => props.ilvl = val.and_then(|v| v.trim().parse().ok()).map(|v: u8| v.min(8)),
+            _ => props.num_id = val,
+        }
+    }
+
+    /// `w:pPrChange`, and `w:rPrChange` of a run or of a paragraph mark.
+    fn format_change(
+        &mut self,
+        name: &str,
+        e: &BytesStart<'_>,
+        empty: bool,
+    ) -> Result<(), DocxError> {
+        if name == "pPrChange" {
+            let rev = self.ctx.revision(RevisionKind::ParagraphFormat, e);
+            if let Some(b) = self.para_mut() {
+                b.p.format_changes.push(rev);
+                b.ppr_change = Some(rev);
+                b.props_before.get_or_insert_with(ParagraphProps::default);
+            }
+            self.push(empty, El::PPrChange);
+        } else if self.grandparent() == El::PPr {
+            // Formatting of the paragraph mark itself.
+            let rev = self.ctx.revision(RevisionKind::ParagraphFormat, e);
+            self.ctx.revisions[rev].changed.push("paragraph mark formatting".into());
+            if let Some(b) = self.para_mut() {
+                b.p.format_changes.push(rev);
+            }
+            self.skip_if_open(empty)?;
+        } else {
+            let rev = self.ctx.revision(RevisionKind::RunFormat, e);
+            self.run_format = Some(rev);
+            self.push(empty, El::RPrChange);
+        }
+        Ok(())
+    }
+
+    /// The start or end of a named move range: moves pair by these names.
+    fn move_range(&mut self, name: &str, e: &BytesStart<'_>) {
+        let name_attr = attr(e, "name");
+        match name {
+            "moveFromRangeStart" => self.open_move_from = name_attr,
+            "moveToRangeStart" => self.open_move_to = name_attr,
+            "moveFromRangeEnd" => self.open_move_from = None,
+            _ => self.open_move_to = None,
+        }
+    }
+
+    /// A table, row, cell or text box opens (and closes at once when empty).
+    fn open_frame(&mut self, frame: Frame, el: El, empty: bool) {
+        self.frames.push(frame);
+        self.push(empty, el);
+        if empty {
+            self.close_frame();
+        }
+    }
+
+    /// `w:t` / `w:delText`. Without `xml:space="preserve"`, Word and
+    /// LibreOffice drop the text's leading and trailing whitespace.
+    fn text(&mut self, e: &BytesStart<'_>) -> Result<(), DocxError> {
+        let preserve = attr(e, "space").is_some_and(|v| v == "preserve");
+        let text = self.reader.text_content()?;
+        let text =
+            if preserve { text } else { text.trim_matches([' ', '\t', '\n', '\r']).to_string() };
+        // The mark of a footnote with a custom mark is shown as text.
+        self.custom_note_mark = false;
+        self.push_text(&text);
+        Ok(())
+    }
+
+    /// A tab, a break, a special hyphen or a symbol inside a run.
+    fn run_character(&mut self, name: &str, e: &BytesStart<'_>) {
+        match name {
+            "tab" | "ptab" => self.push_text("\t"),
+            "br" | "cr" => self.push_text("\n"),
+            "noBreakHyphen" => self.push_text("\u{2011}"),
+            "softHyphen" => self.push_text("\u{ad}"),
+            _ => {
+                if let Some(c) = attr(e, "char").and_then(|c| sym_char(&c)) {
+                    self.push_text(c.encode_utf8(&mut [0; 4]));
+                }
+            }
+        }
+    }
+
+    /// `w:fldChar`: a field's phases (its code is never shown), and the
+    /// tracked renumbering a LISTNUM field's end may record.
+    fn field_char(&mut self, el: &Element) {
+        if let Some(change) = el.child("numberingChange") {
+            let was = change.attr("original").unwrap_or("").to_string();
+            let rev = self.ctx.revision_of(
+                RevisionKind::NumberingFormat,
+                change,
+                vec![format!("list number (was {was:?})")],
+            );
+            if let Some(b) = self.para_mut() {
+                b.p.format_changes.push(rev);
+            }
+        }
+        match el.attr("fldCharType") {
+            Some("begin") => self.fields.push(FieldPhase::Code),
+            Some("separate") => {
+                if let Some(top) = self.fields.last_mut() {
+                    *top = FieldPhase::Result;
+                }
+            }
+            Some("end") => {
+                self.fields.pop();
+            }
+            _ => {}
+        }
+    }
+
+    /// A footnote or endnote reference, with the mark it shows.
+    fn note_reference(&mut self, name: &str, e: &BytesStart<'_>) {
+        let kind = if name == "footnoteReference" { NoteKind::Footnote } else { NoteKind::Endnote };
+        let custom =
+            attr(e, "customMarkFollows").is_some_and(|v| v == "1" || v == "true" || v == "on");
+        let mark = if custom {
+            self.custom_note_mark = true;
+            String::new()
+        } else if kind == NoteKind::Footnote {
+            self.ctx.footnotes_seen += 1;
+            self.ctx.footnotes_seen.to_string()
+        } else {
+            self.ctx.endnotes_seen += 1;
+            super::numfmt::format_number("lowerRoman", i64::from(self.ctx.endnotes_seen))
+        };
+        let id = attr(e, "id").unwrap_or_default();
+        let (inserted, deleted) = self.wrapper_state();
+        if !self.hidden_by_field()
+            && let Some(b) = self.para_mut()
+        {
+            b.p.inlines.push(Inline::NoteRef { kind, id, mark, inserted, deleted });
+        }
     }
 
     /// `w:tblPr` or `w:tblGrid` of the table being read, with its tracked change.
@@ -500,15 +538,28 @@ impl<'c, 'x> Parser<'c, 'x> {
         let mut marks = Vec::new();
         for child in &el.children {
             match child.name.as_str() {
-                "ins" => marks.push((true, self.ctx.revision_of(RevisionKind::RowInserted, child, Vec::new()))),
-                "del" => marks.push((false, self.ctx.revision_of(RevisionKind::RowDeleted, child, Vec::new()))),
+                "ins" => marks.push((
+                    true,
+                    self.ctx.revision_of(RevisionKind::RowInserted, child, Vec::new()),
+                )),
+                "del" => marks.push((
+                    false,
+                    self.ctx.revision_of(RevisionKind::RowDeleted, child, Vec::new()),
+                )),
                 _ => {}
             }
         }
-        let grid = |name: &str| el.child(name).and_then(|g| g.attr("val")).and_then(|v| v.trim().parse::<u32>().ok()).map(|n| n.min(64));
+        let grid = |name: &str| {
+            el.child(name)
+                .and_then(|g| g.attr("val"))
+                .and_then(|v| v.trim().parse::<u32>().ok())
+                .map(|n| n.min(64))
+        };
         let (before, after) = (grid("gridBefore"), grid("gridAfter"));
         let change = match el.name.as_str() {
-            "tblPrEx" => self.property_change(el, "tblPrExChange", RevisionKind::TableExceptionFormat),
+            "tblPrEx" => {
+                self.property_change(el, "tblPrExChange", RevisionKind::TableExceptionFormat)
+            }
             _ => self.property_change(el, "trPrChange", RevisionKind::RowFormat),
         };
         let Some(Frame::Row(row)) = self.frames.last_mut() else { return };
@@ -530,8 +581,14 @@ impl<'c, 'x> Parser<'c, 'x> {
         let mut marks = Vec::new();
         for child in &el.children {
             match child.name.as_str() {
-                "cellIns" => marks.push((true, self.ctx.revision_of(RevisionKind::CellInserted, child, Vec::new()))),
-                "cellDel" => marks.push((false, self.ctx.revision_of(RevisionKind::CellDeleted, child, Vec::new()))),
+                "cellIns" => marks.push((
+                    true,
+                    self.ctx.revision_of(RevisionKind::CellInserted, child, Vec::new()),
+                )),
+                "cellDel" => marks.push((
+                    false,
+                    self.ctx.revision_of(RevisionKind::CellDeleted, child, Vec::new()),
+                )),
                 _ => {}
             }
         }
@@ -551,7 +608,10 @@ impl<'c, 'x> Parser<'c, 'x> {
 
     /// `w:sectPr`: a paragraph's section break, or the body's last section.
     fn section_properties(&mut self, el: &Element) {
-        let Some(rev) = self.property_change(el, "sectPrChange", RevisionKind::SectionFormat) else { return };
+        let Some(rev) = self.property_change(el, "sectPrChange", RevisionKind::SectionFormat)
+        else {
+            return;
+        };
         if let Some(b) = self.para_mut() {
             b.p.format_changes.push(rev);
             return;
@@ -574,10 +634,16 @@ impl<'c, 'x> Parser<'c, 'x> {
 
     /// The revision of a property container's tracked change (its child
     /// `change_name`, holding the old properties), with what it changed.
-    fn property_change(&mut self, el: &Element, change_name: &str, kind: RevisionKind) -> Option<usize> {
+    fn property_change(
+        &mut self,
+        el: &Element,
+        change_name: &str,
+        kind: RevisionKind,
+    ) -> Option<usize> {
         let change = el.child(change_name)?;
         let old: &[Element] = change.children.first().map(|c| c.children.as_slice()).unwrap_or(&[]);
-        let now: Vec<Element> = el.children.iter().filter(|c| c.name != change_name).cloned().collect();
+        let now: Vec<Element> =
+            el.children.iter().filter(|c| c.name != change_name).cloned().collect();
         let changed = props::changed(&now, old);
         Some(self.ctx.revision_of(kind, change, changed))
     }
@@ -591,7 +657,12 @@ impl<'c, 'x> Parser<'c, 'x> {
 
     /// `w:ins`, `w:del`, `w:moveFrom`, `w:moveTo`: what they mean depends on
     /// where they stand.
-    fn revision_element(&mut self, name: &str, e: &BytesStart<'_>, empty: bool) -> Result<(), DocxError> {
+    fn revision_element(
+        &mut self,
+        name: &str,
+        e: &BytesStart<'_>,
+        empty: bool,
+    ) -> Result<(), DocxError> {
         let parent = self.parent();
         let inserting = matches!(name, "ins" | "moveTo");
         // Paragraph mark: w:p/w:pPr/w:rPr/(ins|del|moveFrom|moveTo).
@@ -694,7 +765,8 @@ impl<'c, 'x> Parser<'c, 'x> {
     fn record_property(&mut self, name: &str, e: &BytesStart<'_>) {
         // Revision markers and nested property containers are not
         // properties themselves (numPr is recorded; its children carry values).
-        if matches!(name, "ins" | "del" | "moveFrom" | "moveTo" | "rPrChange" | "pPrChange" | "rPr") {
+        if matches!(name, "ins" | "del" | "moveFrom" | "moveTo" | "rPrChange" | "pPrChange" | "rPr")
+        {
             return;
         }
         let val = attr(e, "val").unwrap_or_default();
@@ -740,8 +812,18 @@ impl<'c, 'x> Parser<'c, 'x> {
     }
 
     fn wrapper_state(&self) -> (Option<usize>, Option<usize>) {
-        let inserted = self.wrappers.iter().rev().find(|w| matches!(w.kind, RevisionKind::Insertion | RevisionKind::MoveTo)).map(|w| w.rev);
-        let deleted = self.wrappers.iter().rev().find(|w| matches!(w.kind, RevisionKind::Deletion | RevisionKind::MoveFrom)).map(|w| w.rev);
+        let inserted = self
+            .wrappers
+            .iter()
+            .rev()
+            .find(|w| matches!(w.kind, RevisionKind::Insertion | RevisionKind::MoveTo))
+            .map(|w| w.rev);
+        let deleted = self
+            .wrappers
+            .iter()
+            .rev()
+            .find(|w| matches!(w.kind, RevisionKind::Deletion | RevisionKind::MoveFrom))
+            .map(|w| w.rev);
         (inserted, deleted)
     }
 
@@ -833,7 +915,9 @@ impl<'c, 'x> Parser<'c, 'x> {
             Frame::TextBox(blocks) => {
                 self.ctx.stories.push(Story {
                     kind: StoryKind::TextBox,
-                    id: (self.ctx.stories.iter().filter(|s| s.kind == StoryKind::TextBox).count() + 1).to_string(),
+                    id: (self.ctx.stories.iter().filter(|s| s.kind == StoryKind::TextBox).count()
+                        + 1)
+                    .to_string(),
                     blocks,
                 });
                 let story = self.ctx.stories.len() - 1;

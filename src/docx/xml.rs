@@ -35,11 +35,13 @@ pub(crate) enum Ns {
 
 fn classify(uri: &str) -> Ns {
     match uri {
-        "http://schemas.openxmlformats.org/wordprocessingml/2006/main" | "http://purl.oclc.org/ooxml/wordprocessingml/main" => Ns::W,
+        "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+        | "http://purl.oclc.org/ooxml/wordprocessingml/main" => Ns::W,
         "http://schemas.openxmlformats.org/markup-compatibility/2006" => Ns::Mc,
         "http://schemas.microsoft.com/office/word/2010/wordml" => Ns::W14,
         "http://schemas.microsoft.com/office/word/2012/wordml" => Ns::W15,
-        "http://schemas.openxmlformats.org/officeDocument/2006/math" | "http://purl.oclc.org/ooxml/officeDocument/math" => Ns::M,
+        "http://schemas.openxmlformats.org/officeDocument/2006/math"
+        | "http://purl.oclc.org/ooxml/officeDocument/math" => Ns::M,
         "http://schemas.openxmlformats.org/package/2006/relationships" => Ns::PackageRels,
         _ => Ns::Other,
     }
@@ -81,7 +83,11 @@ impl<'a> PartReader<'a> {
     }
 
     fn error(&self, message: impl Into<String>) -> DocxError {
-        DocxError::Xml { part: self.part.to_string(), offset: self.inner.buffer_position(), message: message.into() }
+        DocxError::Xml {
+            part: self.part.to_string(),
+            offset: self.inner.buffer_position(),
+            message: message.into(),
+        }
     }
 
     pub(crate) fn next(&mut self) -> Result<Ev<'a>, DocxError> {
@@ -110,7 +116,12 @@ impl<'a> PartReader<'a> {
                     if r.is_char_ref() {
                         match r.resolve_char_ref() {
                             Ok(Some(c)) => Ev::Text(Cow::Owned(c.to_string())),
-                            _ => return Err(self.error(format!("invalid character reference &{};", r.xml10_content()))),
+                            _ => {
+                                return Err(self.error(format!(
+                                    "invalid character reference &{};",
+                                    r.xml10_content()
+                                )));
+                            }
                         }
                     } else {
                         let name = r.xml10_content();
@@ -121,7 +132,10 @@ impl<'a> PartReader<'a> {
                             "quot" => "\"",
                             "apos" => "'",
                             other => {
-                                return Err(DocxError::Entity { part: self.part.to_string(), name: other.to_string() });
+                                return Err(DocxError::Entity {
+                                    part: self.part.to_string(),
+                                    name: other.to_string(),
+                                });
                             }
                         };
                         Ev::Text(Cow::Borrowed(text))
@@ -173,7 +187,10 @@ impl<'a> PartReader<'a> {
 pub(crate) fn attr(e: &BytesStart<'_>, local: &str) -> Option<String> {
     for a in e.attributes().with_checks(false).flatten() {
         if a.key.local_name().into_inner() == local {
-            return a.normalized_value(quick_xml::XmlVersion::Implicit1_0).ok().map(|v| v.into_owned());
+            return a
+                .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                .ok()
+                .map(|v| v.into_owned());
         }
     }
     None

@@ -122,7 +122,9 @@ struct JudgeFile {
 pub struct JudgeConfig {
     /// The name results and summaries use.
     pub name: String,
+    /// Which wire format it speaks.
     pub provider: Provider,
+    /// The model id the provider expects.
     pub model: String,
     /// Without a trailing slash.
     pub base_url: String,
@@ -133,16 +135,27 @@ pub struct JudgeConfig {
     pub rpm: u32,
     /// Tokens per minute (prompt estimate + output budget).
     pub tpm: u32,
+    /// Calls in flight at once.
     pub max_concurrency: u32,
+    /// Seconds a request may take.
     pub timeout_secs: u64,
+    /// Attempts per call, retries included.
     pub max_attempts: u32,
+    /// Sampling temperature; `None` = the provider's default.
     pub temperature: Option<f64>,
+    /// Output-token budget per call.
     pub max_output_tokens: u32,
+    /// Independent calls per prompt; the judge's vote is their majority.
     pub repeats: u32,
+    /// First backoff delay, in milliseconds.
     pub retry_base_ms: u64,
+    /// Longest backoff delay (and longest honoured server delay), in seconds.
     pub retry_max_secs: u64,
+    /// The `anthropic-version` header.
     pub anthropic_version: String,
+    /// Which request field carries the output budget (OpenAI format).
     pub output_tokens_field: OutputTokensField,
+    /// How replies are constrained to the verdict format (OpenAI format).
     pub structured_output: StructuredOutput,
     /// A longer reply is a failed attempt (never read whole into memory).
     pub max_reply_bytes: u64,
@@ -185,12 +198,19 @@ impl JudgeConfig {
     /// The call parameters that change an answer; they enter the cache key.
     /// (Limits, timeouts, retry settings and the judge's name do not.)
     pub fn call_params(&self) -> String {
-        let temperature = self.temperature.map(|t| format!("{t}")).unwrap_or_else(|| "default".into());
-        let version = if self.provider == Provider::Anthropic { self.anthropic_version.as_str() } else { "-" };
+        let temperature =
+            self.temperature.map(|t| format!("{t}")).unwrap_or_else(|| "default".into());
+        let version = if self.provider == Provider::Anthropic {
+            self.anthropic_version.as_str()
+        } else {
+            "-"
+        };
         // base_url too: two OpenAI-compatible servers may serve different
         // models under one name.
-        let mut params =
-            format!("temperature={temperature};max_output_tokens={};version={version};base_url={}", self.max_output_tokens, self.base_url);
+        let mut params = format!(
+            "temperature={temperature};max_output_tokens={};version={version};base_url={}",
+            self.max_output_tokens, self.base_url
+        );
         // Non-default request shapes only: existing cache keys stay valid.
         if self.output_tokens_field != OutputTokensField::default() {
             params.push_str(";output_tokens_field=max_tokens");
@@ -207,14 +227,17 @@ impl JudgeConfig {
 /// A panel: judges and the quorum.
 #[derive(Debug, Clone, Serialize)]
 pub struct PanelConfig {
+    /// The judges, in panel order.
     pub judges: Vec<JudgeConfig>,
     /// Valid votes a rubric needs for a verdict.
     pub quorum: usize,
 }
 
-/// Why a panel file cannot be used.
+/// Why a panel file cannot be used. The variants' fields are the parts of
+/// their message.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
+#[allow(missing_docs)]
 pub enum ConfigError {
     /// The file cannot be read.
     #[error("cannot read panel file {path}: {source}")]
@@ -242,14 +265,31 @@ impl Locator<'_> {
         self.invalid(format!("line {}: {message}", line_of(self.text, span.start)))
     }
     /// An integer setting within `lo..=hi`.
-    fn int(&self, v: &Spanned<i64>, field: &str, judge: &str, lo: i64, hi: i64) -> Result<u64, ConfigError> {
+    fn int(
+        &self,
+        v: &Spanned<i64>,
+        field: &str,
+        judge: &str,
+        lo: i64,
+        hi: i64,
+    ) -> Result<u64, ConfigError> {
         let n = *v.get_ref();
         if n < lo || n > hi {
-            return Err(self.at(v.span(), format!("judge '{judge}': {field} must be between {lo} and {hi}, got {n}")));
+            return Err(self.at(
+                v.span(),
+                format!("judge '{judge}': {field} must be between {lo} and {hi}, got {n}"),
+            ));
         }
         Ok(n as u64)
     }
-    fn opt(&self, v: &Option<Spanned<i64>>, field: &str, judge: &str, range: (i64, i64), default: u64) -> Result<u64, ConfigError> {
+    fn opt(
+        &self,
+        v: &Option<Spanned<i64>>,
+        field: &str,
+        judge: &str,
+        range: (i64, i64),
+        default: u64,
+    ) -> Result<u64, ConfigError> {
         match v {
             Some(v) => self.int(v, field, judge, range.0, range.1),
             None => Ok(default),
@@ -260,7 +300,8 @@ impl Locator<'_> {
 impl PanelConfig {
     /// Reads and validates a panel file.
     pub fn load(path: &Path) -> Result<PanelConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
         PanelConfig::parse(&text, &path.display().to_string())
     }
 
@@ -268,7 +309,8 @@ impl PanelConfig {
     pub fn parse(text: &str, path: &str) -> Result<PanelConfig, ConfigError> {
         let loc = Locator { text, path };
         // toml's messages already say "TOML parse error at line N, column M".
-        let file: PanelFile = toml::from_str(text).map_err(|e| loc.invalid(e.to_string().trim_end().to_string()))?;
+        let file: PanelFile =
+            toml::from_str(text).map_err(|e| loc.invalid(e.to_string().trim_end().to_string()))?;
         if file.judges.is_empty() {
             return Err(loc.invalid("no [[judge]] tables: a panel needs at least one judge".into()));
         }
@@ -284,7 +326,10 @@ impl PanelConfig {
             Some(q) => {
                 let n = *q.get_ref();
                 if n < 1 || n as usize > judges.len() {
-                    let msg = format!("quorum must be between 1 and the number of judges ({}), got {n}", judges.len());
+                    let msg = format!(
+                        "quorum must be between 1 and the number of judges ({}), got {n}",
+                        judges.len()
+                    );
                     return Err(loc.at(q.span(), msg));
                 }
                 n as usize
@@ -304,7 +349,10 @@ fn judge(loc: &Locator<'_>, j: &JudgeFile) -> Result<JudgeConfig, ConfigError> {
     let n = name.as_str();
     let temperature = match &j.temperature {
         Some(t) if !(0.0..=2.0).contains(t.get_ref()) => {
-            return Err(loc.at(t.span(), format!("judge '{n}': temperature must be within 0..2, got {}", t.get_ref())));
+            return Err(loc.at(
+                t.span(),
+                format!("judge '{n}': temperature must be within 0..2, got {}", t.get_ref()),
+            ));
         }
         t => t.as_ref().map(|t| *t.get_ref()),
     };
@@ -320,10 +368,17 @@ fn judge(loc: &Locator<'_>, j: &JudgeFile) -> Result<JudgeConfig, ConfigError> {
     let base_url = j.base_url.clone().unwrap_or_else(|| j.provider.default_base_url().to_string());
     let base_url = base_url.trim_end_matches('/').to_string();
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(loc.at(j.name.span(), format!("judge '{n}': base_url must start with http:// or https://, got {base_url:?}")));
+        return Err(loc.at(
+            j.name.span(),
+            format!("judge '{n}': base_url must start with http:// or https://, got {base_url:?}"),
+        ));
     }
-    if j.provider != Provider::Openai && (j.output_tokens_field.is_some() || j.structured_output.is_some()) {
-        let msg = format!("judge '{n}': output_tokens_field and structured_output apply to provider \"openai\" only");
+    if j.provider != Provider::Openai
+        && (j.output_tokens_field.is_some() || j.structured_output.is_some())
+    {
+        let msg = format!(
+            "judge '{n}': output_tokens_field and structured_output apply to provider \"openai\" only"
+        );
         return Err(loc.at(j.name.span(), msg));
     }
     let api_key_env = match j.api_key_env.as_deref().map(str::trim) {
@@ -343,14 +398,38 @@ fn judge(loc: &Locator<'_>, j: &JudgeFile) -> Result<JudgeConfig, ConfigError> {
         timeout_secs: loc.int(&j.timeout_secs, "timeout_secs", n, 1, 3600)?,
         max_attempts: loc.int(&j.max_attempts, "max_attempts", n, 1, 20)? as u32,
         temperature,
-        max_output_tokens: loc.opt(&j.max_output_tokens, "max_output_tokens", n, (1, 1_000_000), DEFAULT_MAX_OUTPUT_TOKENS)? as u32,
+        max_output_tokens: loc.opt(
+            &j.max_output_tokens,
+            "max_output_tokens",
+            n,
+            (1, 1_000_000),
+            DEFAULT_MAX_OUTPUT_TOKENS,
+        )? as u32,
         repeats: loc.opt(&j.repeats, "repeats", n, (1, 100), 1)? as u32,
-        retry_base_ms: loc.opt(&j.retry_base_ms, "retry_base_ms", n, (1, 60_000), DEFAULT_RETRY_BASE_MS)?,
-        retry_max_secs: loc.opt(&j.retry_max_secs, "retry_max_secs", n, (1, 3600), DEFAULT_RETRY_MAX_SECS)?,
+        retry_base_ms: loc.opt(
+            &j.retry_base_ms,
+            "retry_base_ms",
+            n,
+            (1, 60_000),
+            DEFAULT_RETRY_BASE_MS,
+        )?,
+        retry_max_secs: loc.opt(
+            &j.retry_max_secs,
+            "retry_max_secs",
+            n,
+            (1, 3600),
+            DEFAULT_RETRY_MAX_SECS,
+        )?,
         anthropic_version,
         output_tokens_field: j.output_tokens_field.unwrap_or_default(),
         structured_output: j.structured_output.unwrap_or_default(),
-        max_reply_bytes: loc.opt(&j.max_reply_bytes, "max_reply_bytes", n, (1024, 1 << 30), DEFAULT_MAX_REPLY_BYTES)?,
+        max_reply_bytes: loc.opt(
+            &j.max_reply_bytes,
+            "max_reply_bytes",
+            n,
+            (1024, 1 << 30),
+            DEFAULT_MAX_REPLY_BYTES,
+        )?,
     })
 }
 
@@ -366,7 +445,9 @@ fn anthropic_version(loc: &Locator<'_>, j: &JudgeFile, judge: &str) -> Result<St
         && (1..=12).contains(&s[5..7].parse::<u32>().unwrap_or(0))
         && (1..=31).contains(&s[8..10].parse::<u32>().unwrap_or(0));
     if !is_date {
-        let msg = format!("judge '{judge}': anthropic_version must be a date like \"{ANTHROPIC_VERSION}\", got {s:?}");
+        let msg = format!(
+            "judge '{judge}': anthropic_version must be a date like \"{ANTHROPIC_VERSION}\", got {s:?}"
+        );
         return Err(loc.at(v.span(), msg));
     }
     Ok(s.to_string())
@@ -390,7 +471,8 @@ max_attempts = 3
 
     #[test]
     fn the_shipped_panel_loads() {
-        let p = PanelConfig::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/panel.toml"))).expect("panel.toml loads");
+        let p = PanelConfig::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/panel.toml")))
+            .expect("panel.toml loads");
         let providers: Vec<_> = p.judges.iter().map(|j| j.provider).collect();
         assert_eq!(providers, [Provider::Openai, Provider::Anthropic, Provider::Gemini]);
         assert_eq!(p.quorum, 2);
@@ -403,9 +485,16 @@ max_attempts = 3
         assert_eq!(j.base_url, "https://api.openai.com/v1");
         assert_eq!(j.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
         assert_eq!((j.repeats, j.max_output_tokens), (1, 4096));
-        assert_eq!((j.output_tokens_field, j.structured_output), (OutputTokensField::MaxCompletionTokens, StructuredOutput::JsonSchema));
+        assert_eq!(
+            (j.output_tokens_field, j.structured_output),
+            (OutputTokensField::MaxCompletionTokens, StructuredOutput::JsonSchema)
+        );
         assert_eq!(p.quorum, 1);
-        let keyless = PanelConfig::parse(&ONE.replace("model = \"m\"", "model = \"m\"\napi_key_env = \"\""), "p.toml").expect("loads");
+        let keyless = PanelConfig::parse(
+            &ONE.replace("model = \"m\"", "model = \"m\"\napi_key_env = \"\""),
+            "p.toml",
+        )
+        .expect("loads");
         assert_eq!(keyless.judges[0].api_key_env, None, "an empty api_key_env means no key");
     }
 
@@ -424,8 +513,14 @@ max_attempts = 3
         let e = error(&ONE.replace("provider = \"openai\"", "provider = \"mistral\""));
         assert!(e.contains("line 4") && e.contains("unknown variant `mistral`"), "{e}");
         let e = error(&format!("{ONE}\n[vote]\nquorum = 3\n"));
-        assert!(e.contains("line 13") && e.contains("quorum must be between 1 and the number of judges (1)"), "{e}");
-        let anthropic = ONE.replace("\"openai\"", "\"anthropic\"").replace("max_attempts = 3", "max_attempts = 3\ntemperature = 0.0");
+        assert!(
+            e.contains("line 13")
+                && e.contains("quorum must be between 1 and the number of judges (1)"),
+            "{e}"
+        );
+        let anthropic = ONE
+            .replace("\"openai\"", "\"anthropic\"")
+            .replace("max_attempts = 3", "max_attempts = 3\ntemperature = 0.0");
         let e = error(&anthropic);
         assert!(e.contains("line 11") && e.contains("does not accept temperature"), "{e}");
     }
@@ -433,7 +528,10 @@ max_attempts = 3
     #[test]
     fn values_out_of_any_sane_range_are_errors() {
         let e = error(&ONE.replace("max_attempts = 3", "max_attempts = 1000000"));
-        assert_eq!(e, "panel file p.toml: line 10: judge 'j': max_attempts must be between 1 and 20, got 1000000");
+        assert_eq!(
+            e,
+            "panel file p.toml: line 10: judge 'j': max_attempts must be between 1 and 20, got 1000000"
+        );
         let anthropic = ONE.replace("\"openai\"", "\"anthropic\"");
         let e = error(&format!("{anthropic}anthropic_version = \"latest\"\n"));
         assert!(e.contains("line 11") && e.contains("anthropic_version must be a date"), "{e}");

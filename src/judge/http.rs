@@ -17,8 +17,6 @@ pub struct Received {
     pub retry_after: Option<Duration>,
     /// `x-should-retry`, when the server sent it.
     pub should_retry: Option<bool>,
-    /// The response headers, for rate-limit hints.
-    pub headers: reqwest::header::HeaderMap,
 }
 
 /// Why no reply was received.
@@ -29,7 +27,11 @@ pub enum TransportError {
 }
 
 /// Sends `req` and reads the reply, refusing one larger than `max_bytes`.
-pub async fn exchange(client: &reqwest::Client, req: &Request, max_bytes: u64) -> Result<Received, TransportError> {
+pub async fn exchange(
+    client: &reqwest::Client,
+    req: &Request,
+    max_bytes: u64,
+) -> Result<Received, TransportError> {
     let mut builder = client.post(&req.url).body(req.body.clone());
     for (name, value) in &req.headers {
         builder = builder.header(*name, value);
@@ -62,7 +64,7 @@ pub async fn exchange(client: &reqwest::Client, req: &Request, max_bytes: u64) -
         Some("false") => Some(false),
         _ => None,
     };
-    Ok(Received { status, body, retry_after, should_retry, headers })
+    Ok(Received { status, body, retry_after, should_retry })
 }
 
 fn transport(e: reqwest::Error) -> TransportError {
@@ -78,7 +80,8 @@ fn transport(e: reqwest::Error) -> TransportError {
 /// time from now until then (zero if it has passed).
 pub fn http_date_delay(value: &str) -> Option<Duration> {
     let at = parse_http_date(value)?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() as i64;
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() as i64;
     Some(Duration::from_secs(at.saturating_sub(now).max(0) as u64))
 }
 
@@ -89,7 +92,8 @@ fn parse_http_date(value: &str) -> Option<i64> {
     let parts: Vec<&str> = rest.split_whitespace().collect();
     let [day, month, year, time, "GMT"] = parts.as_slice() else { return None };
     let day: i64 = day.parse().ok()?;
-    let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let months =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let month = months.iter().position(|m| m == month)? as i64 + 1;
     let year: i64 = year.parse().ok()?;
     let hms: Vec<i64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;

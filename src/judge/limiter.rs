@@ -12,6 +12,7 @@ use std::time::Duration;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// One judge's pacing: requests, tokens and calls in flight.
 pub struct Limiter {
     requests: DefaultDirectRateLimiter,
     tokens: DefaultDirectRateLimiter,
@@ -20,22 +21,39 @@ pub struct Limiter {
 }
 
 impl Limiter {
+    /// Paces `rpm` requests and `tpm` tokens a minute, `max_concurrency` at once.
     pub fn new(rpm: u32, tpm: u32, max_concurrency: u32) -> Limiter {
         let one = NonZeroU32::MIN;
         // One request every 60/rpm seconds, no burst: evenly spaced.
         let per_request = Duration::from_secs_f64(60.0 / f64::from(rpm.max(1)));
-        let requests = RateLimiter::direct(Quota::with_period(per_request).unwrap_or(Quota::per_second(one)).allow_burst(one));
+        let requests = RateLimiter::direct(
+            Quota::with_period(per_request).unwrap_or(Quota::per_second(one)).allow_burst(one),
+        );
         // Tokens refill continuously; the bucket holds three seconds' worth.
         let per_token = Duration::from_secs_f64(60.0 / f64::from(tpm.max(1)));
         let token_burst = NonZeroU32::new((tpm / 20).max(1)).unwrap_or(one);
-        let tokens = RateLimiter::direct(Quota::with_period(per_token).unwrap_or(Quota::per_second(one)).allow_burst(token_burst));
-        Limiter { requests, tokens, token_burst, slots: Arc::new(Semaphore::new(max_concurrency.max(1) as usize)) }
+        let tokens = RateLimiter::direct(
+            Quota::with_period(per_token)
+                .unwrap_or(Quota::per_second(one))
+                .allow_burst(token_burst),
+        );
+        Limiter {
+            requests,
+            tokens,
+            token_burst,
+            slots: Arc::new(Semaphore::new(max_concurrency.max(1) as usize)),
+        }
     }
 
     /// Waits for a concurrency slot, then for the token and request budgets.
     pub async fn acquire(&self, estimated_tokens: u64) -> OwnedSemaphorePermit {
         #[allow(clippy::expect_used)]
-        let permit = self.slots.clone().acquire_owned().await.expect("the limiter never closes its semaphore");
+        let permit = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the limiter never closes its semaphore");
         // A call larger than the bucket is charged in bucket-sized pieces,
         // so the tokens-per-minute pace holds for every call size.
         let mut remaining = estimated_tokens.max(1);

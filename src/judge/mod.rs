@@ -13,7 +13,7 @@
 
 pub mod config;
 mod http;
-pub mod limiter;
+pub(crate) mod limiter;
 pub mod provider;
 pub mod verdicts;
 
@@ -36,14 +36,23 @@ use verdicts::JudgeVote;
 /// Running totals for one judge, handed to the results.
 #[derive(Default)]
 pub struct Counters {
+    /// HTTP requests sent, retries included.
     pub requests: AtomicU64,
+    /// Calls answered from the cache.
     pub cache_hits: AtomicU64,
+    /// Requests that were retries.
     pub retries: AtomicU64,
+    /// Calls that ended without an answer.
     pub failures: AtomicU64,
+    /// Billed prompt tokens.
     pub input_tokens: AtomicU64,
+    /// Billed output tokens.
     pub output_tokens: AtomicU64,
+    /// Prompt tokens read from the provider's prompt cache.
     pub cached_tokens: AtomicU64,
+    /// Prompt tokens written to the provider's prompt cache.
     pub cache_write_tokens: AtomicU64,
+    /// Replies with status 429.
     pub rate_limited: AtomicU64,
 }
 
@@ -54,14 +63,18 @@ pub struct CounterSnapshot {
     pub requests: u64,
     /// Calls answered from the cache.
     pub cache_hits: u64,
+    /// Requests that were retries.
     pub retries: u64,
     /// Calls that ended without an answer.
     pub failures: u64,
     /// Billed prompt tokens, of every 2xx reply (unusable ones too).
     pub input_tokens: u64,
+    /// Billed output tokens.
     pub output_tokens: u64,
+    /// Prompt tokens read from the provider's prompt cache.
     pub cached_tokens: u64,
     #[serde(default)]
+    /// Prompt tokens written to the provider's prompt cache.
     pub cache_write_tokens: u64,
     /// Replies with status 429.
     #[serde(default)]
@@ -97,8 +110,11 @@ impl Counters {
 pub struct CallResult {
     /// A vote or an abstention for every rubric of the prompt.
     pub votes: BTreeMap<String, JudgeVote>,
+    /// The tokens this call was billed (0 from the cache).
     pub usage: Usage,
+    /// Whether the answer came from the cache.
     pub from_cache: bool,
+    /// How many attempts it took.
     pub attempts: u32,
     /// Set when the call itself failed (every vote is then an abstention).
     pub failure: Option<String>,
@@ -112,7 +128,11 @@ pub enum Auth {
     /// A key (never printed: `Auth` has no Debug impl on purpose).
     Key(String),
     /// The key's environment variable is unset or empty.
-    Missing { env: String },
+    /// The key's environment variable is unset or empty.
+    Missing {
+        /// The variable.
+        env: String,
+    },
 }
 
 enum AttemptError {
@@ -137,7 +157,9 @@ enum AttemptError {
 impl AttemptError {
     fn message(&self) -> &str {
         match self {
-            AttemptError::Retryable { message, .. } | AttemptError::Fatal { message } | AttemptError::JudgeDown { message } => message,
+            AttemptError::Retryable { message, .. }
+            | AttemptError::Fatal { message }
+            | AttemptError::JudgeDown { message } => message,
             AttemptError::Stopped { reason } => reason,
         }
     }
@@ -152,16 +174,20 @@ const LEASE: Duration = Duration::from_secs(30);
 #[derive(Debug, thiserror::Error)]
 #[error("judge '{judge}': cannot build an HTTP client: {message}")]
 pub struct JudgeError {
+    /// The judge's name.
     pub judge: String,
+    /// What went wrong.
     pub message: String,
 }
 
 /// One configured judge, ready to call.
 pub struct Judge {
+    /// Its settings.
     pub config: JudgeConfig,
     auth: Auth,
     http: reqwest::Client,
     limiter: Limiter,
+    /// Its running totals.
     pub counters: Counters,
     /// Set after a reply that means no call can succeed.
     stopped: Mutex<Option<String>>,
@@ -261,7 +287,12 @@ impl Judge {
         result
     }
 
-    async fn cached(&self, key: &CallKey, prompt: &Prompt, cache: &Arc<Cache>) -> Option<CallResult> {
+    async fn cached(
+        &self,
+        key: &CallKey,
+        prompt: &Prompt,
+        cache: &Arc<Cache>,
+    ) -> Option<CallResult> {
         let owned = key.clone();
         match cache.blocking(move |c| c.get_response(&owned)).await {
             Ok(Some(stored)) => {
@@ -330,7 +361,9 @@ impl Judge {
             return abstain_all(prompt, format!("judge stopped: {reason}"), 0);
         }
         let api_key = match &self.auth {
-            Auth::Missing { env } => return abstain_all(prompt, format!("no API key: set {env}"), 0),
+            Auth::Missing { env } => {
+                return abstain_all(prompt, format!("no API key: set {env}"), 0);
+            }
             Auth::None => None,
             Auth::Key(k) => Some(k.as_str()),
         };
@@ -376,7 +409,10 @@ impl Judge {
                 stored.attempts = attempts;
                 let (k, s) = (key.clone(), stored.clone());
                 if let Err(e) = cache.blocking(move |c| c.keep_response(&k, &s)).await {
-                    tracing::error!("judge '{}': its answer could not be stored or journalled: {e}", self.config.name);
+                    tracing::error!(
+                        "judge '{}': its answer could not be stored or journalled: {e}",
+                        self.config.name
+                    );
                 }
                 let mut out = votes_from_stored(&stored, prompt, false);
                 out.attempts = attempts;
@@ -387,7 +423,11 @@ impl Judge {
     }
 
     /// One request and what its reply means.
-    async fn attempt(&self, api_key: Option<&str>, prompt: &Prompt) -> Result<StoredResponse, AttemptError> {
+    async fn attempt(
+        &self,
+        api_key: Option<&str>,
+        prompt: &Prompt,
+    ) -> Result<StoredResponse, AttemptError> {
         let name = &self.config.name;
         let req = provider::build(&self.config, api_key, prompt);
         let received = http::exchange(&self.http, &req, self.config.max_reply_bytes).await.map_err(|e| {
@@ -407,16 +447,25 @@ impl Judge {
             self.counters.rate_limited.fetch_add(1, Ordering::Relaxed);
         }
         let provider = self.config.provider;
-        let message =
-            format!("judge '{name}' ({}): HTTP {}: {}", provider.as_str(), received.status, provider::error_message(&received.body));
-        let class = match (provider::classify(provider, received.status, &received.body), received.should_retry) {
+        let message = format!(
+            "judge '{name}' ({}): HTTP {}: {}",
+            provider.as_str(),
+            received.status,
+            provider::error_message(&received.body)
+        );
+        let class = match (
+            provider::classify(provider, received.status, &received.body),
+            received.should_retry,
+        ) {
             (ErrorClass::JudgeDown, _) => ErrorClass::JudgeDown,
             (_, Some(true)) => ErrorClass::Retryable,
             (_, Some(false)) => ErrorClass::Fatal,
             (class, None) => class,
         };
         Err(match class {
-            ErrorClass::Retryable => AttemptError::Retryable { message, retry_after: received.retry_after },
+            ErrorClass::Retryable => {
+                AttemptError::Retryable { message, retry_after: received.retry_after }
+            }
             ErrorClass::JudgeDown => AttemptError::JudgeDown { message },
             ErrorClass::Fatal => AttemptError::Fatal { message },
         })
@@ -426,13 +475,22 @@ impl Judge {
     /// counted either way: the provider billed it.
     fn answer(&self, prompt: &Prompt, body: &str) -> Result<StoredResponse, AttemptError> {
         let name = &self.config.name;
-        let stored = |outcome, text, usage| StoredResponse { outcome, text, usage, latency_ms: 0, attempts: 0 };
+        let stored = |outcome, text, usage| StoredResponse {
+            outcome,
+            text,
+            usage,
+            latency_ms: 0,
+            attempts: 0,
+        };
         match provider::parse(self.config.provider, body) {
             Ok(Reply::Text { text, usage }) => {
                 self.counters.add_usage(&usage);
                 match verdicts::parse(&text, &prompt.rubric_ids) {
                     Ok(_) => Ok(stored(Outcome::Text, text, usage)),
-                    Err(message) => Err(AttemptError::Retryable { message: format!("judge '{name}': {message}"), retry_after: None }),
+                    Err(message) => Err(AttemptError::Retryable {
+                        message: format!("judge '{name}': {message}"),
+                        retry_after: None,
+                    }),
                 }
             }
             Ok(Reply::Declined { reason, usage }) => {
@@ -441,7 +499,10 @@ impl Judge {
             }
             Err(unusable) => {
                 self.counters.add_usage(&unusable.usage);
-                Err(AttemptError::Retryable { message: format!("judge '{name}': {}", unusable.message), retry_after: None })
+                Err(AttemptError::Retryable {
+                    message: format!("judge '{name}': {}", unusable.message),
+                    retry_after: None,
+                })
             }
         }
     }
@@ -465,9 +526,11 @@ impl Judge {
                 abstain_all(prompt, format!("judge stopped: {message}"), attempts)
             }
             AttemptError::Stopped { reason } => abstain_all(prompt, reason, attempts),
-            AttemptError::Retryable { message, .. } => {
-                abstain_all(prompt, format!("judge '{name}' failed after {attempts} attempt(s): {message}"), attempts)
-            }
+            AttemptError::Retryable { message, .. } => abstain_all(
+                prompt,
+                format!("judge '{name}' failed after {attempts} attempt(s): {message}"),
+                attempts,
+            ),
         }
     }
 }
@@ -481,18 +544,36 @@ fn rand_u64() -> u64 {
 }
 
 fn abstain_all(prompt: &Prompt, reason: String, attempts: u32) -> CallResult {
-    let votes = prompt.rubric_ids.iter().map(|id| (id.clone(), JudgeVote::Abstain { reason: reason.clone() })).collect();
-    CallResult { votes, usage: Usage::default(), from_cache: false, attempts, failure: Some(reason) }
+    let votes = prompt
+        .rubric_ids
+        .iter()
+        .map(|id| (id.clone(), JudgeVote::Abstain { reason: reason.clone() }))
+        .collect();
+    CallResult {
+        votes,
+        usage: Usage::default(),
+        from_cache: false,
+        attempts,
+        failure: Some(reason),
+    }
 }
 
 fn votes_from_stored(stored: &StoredResponse, prompt: &Prompt, from_cache: bool) -> CallResult {
     let votes = match stored.outcome {
-        Outcome::Declined => prompt.rubric_ids.iter().map(|id| (id.clone(), JudgeVote::Abstain { reason: stored.text.clone() })).collect(),
+        Outcome::Declined => prompt
+            .rubric_ids
+            .iter()
+            .map(|id| (id.clone(), JudgeVote::Abstain { reason: stored.text.clone() }))
+            .collect(),
         Outcome::Text => match verdicts::parse(&stored.text, &prompt.rubric_ids) {
             Ok(v) => v,
             // Only parseable replies are stored; a template change that
             // renamed rubrics would land here.
-            Err(reason) => prompt.rubric_ids.iter().map(|id| (id.clone(), JudgeVote::Abstain { reason: reason.clone() })).collect(),
+            Err(reason) => prompt
+                .rubric_ids
+                .iter()
+                .map(|id| (id.clone(), JudgeVote::Abstain { reason: reason.clone() }))
+                .collect(),
         },
     };
     CallResult { votes, usage: stored.usage, from_cache, attempts: stored.attempts, failure: None }

@@ -15,11 +15,22 @@ use crate::verdict::Verdict;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum JudgeVote {
-    Verdict { verdict: Verdict, justification: String },
-    Abstain { reason: String },
+    /// PASS or FAIL, with the judge's reason.
+    Verdict {
+        /// PASS or FAIL.
+        verdict: Verdict,
+        /// The judge's one-sentence reason.
+        justification: String,
+    },
+    /// No verdict, and why.
+    Abstain {
+        /// Why there is no verdict.
+        reason: String,
+    },
 }
 
 impl JudgeVote {
+    /// The verdict, if the judge gave one.
     pub fn verdict(&self) -> Option<Verdict> {
         match self {
             JudgeVote::Verdict { verdict, .. } => Some(*verdict),
@@ -34,7 +45,8 @@ pub fn extract_json(text: &str) -> Option<&str> {
     let mut body = text.trim();
     if let Some(start) = body.find("```") {
         let after = &body[start + 3..];
-        let after = after.strip_prefix("json").or_else(|| after.strip_prefix("JSON")).unwrap_or(after);
+        let after =
+            after.strip_prefix("json").or_else(|| after.strip_prefix("JSON")).unwrap_or(after);
         if let Some(end) = after.find("```") {
             body = after[..end].trim();
         }
@@ -70,10 +82,14 @@ pub fn extract_json(text: &str) -> Option<&str> {
 /// Parses a reply into a vote for each of `rubric_ids`. `Err` (a failed
 /// attempt) when the reply holds no usable verdict at all.
 pub fn parse(text: &str, rubric_ids: &[String]) -> Result<BTreeMap<String, JudgeVote>, String> {
-    let json = extract_json(text).ok_or_else(|| format!("reply holds no JSON object: {}", preview(text)))?;
-    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("reply is not valid JSON ({e}): {}", preview(text)))?;
-    let items =
-        value.get("verdicts").and_then(|v| v.as_array()).ok_or_else(|| format!("reply has no \"verdicts\" list: {}", preview(text)))?;
+    let json = extract_json(text)
+        .ok_or_else(|| format!("reply holds no JSON object: {}", preview(text)))?;
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| format!("reply is not valid JSON ({e}): {}", preview(text)))?;
+    let items = value
+        .get("verdicts")
+        .and_then(|v| v.as_array())
+        .ok_or_else(|| format!("reply has no \"verdicts\" list: {}", preview(text)))?;
     let mut votes: BTreeMap<String, JudgeVote> = BTreeMap::new();
     for item in items {
         let id = match item.get("rubric_id").or_else(|| item.get("id")) {
@@ -85,7 +101,8 @@ pub fn parse(text: &str, rubric_ids: &[String]) -> Result<BTreeMap<String, Judge
             continue; // unknown id ignored; duplicate: the first wins
         }
         let raw = item.get("verdict").and_then(|v| v.as_str()).unwrap_or("");
-        let justification = item.get("justification").and_then(|v| v.as_str()).unwrap_or("").trim().to_string();
+        let justification =
+            item.get("justification").and_then(|v| v.as_str()).unwrap_or("").trim().to_string();
         let vote = match Verdict::parse(&raw.trim().to_ascii_uppercase()) {
             Some(verdict) => JudgeVote::Verdict { verdict, justification },
             None => JudgeVote::Abstain { reason: format!("invalid verdict {:?}", preview(raw)) },
@@ -96,7 +113,9 @@ pub fn parse(text: &str, rubric_ids: &[String]) -> Result<BTreeMap<String, Judge
         return Err(format!("reply holds no usable verdict for any rubric: {}", preview(text)));
     }
     for id in rubric_ids {
-        votes.entry(id.clone()).or_insert_with(|| JudgeVote::Abstain { reason: "the judge returned no verdict for this rubric".into() });
+        votes.entry(id.clone()).or_insert_with(|| JudgeVote::Abstain {
+            reason: "the judge returned no verdict for this rubric".into(),
+        });
     }
     Ok(votes)
 }
@@ -124,10 +143,16 @@ mod tests {
         let v = parse(reply, &ids()).expect("usable");
         assert_eq!(
             v["r1"],
-            JudgeVote::Verdict { verdict: Verdict::Pass, justification: "Inserts it at p-012 {braces} \"quoted\".".into() }
+            JudgeVote::Verdict {
+                verdict: Verdict::Pass,
+                justification: "Inserts it at p-012 {braces} \"quoted\".".into()
+            }
         );
         assert_eq!(v["r2"], JudgeVote::Abstain { reason: "invalid verdict \"MAYBE\"".into() });
-        assert_eq!(v["r3"], JudgeVote::Abstain { reason: "the judge returned no verdict for this rubric".into() });
+        assert_eq!(
+            v["r3"],
+            JudgeVote::Abstain { reason: "the judge returned no verdict for this rubric".into() }
+        );
         assert!(!v.contains_key("r9"));
     }
 
@@ -144,7 +169,9 @@ mod tests {
         assert!(parse("{\"verdicts\": [", &ids()).is_err());
         assert!(parse("{\"answer\": 1}", &ids()).unwrap_err().contains("no \"verdicts\" list"));
         assert!(
-            parse("{\"verdicts\": [{\"rubric_id\": \"r1\", \"verdict\": \"YES\"}]}", &ids()).unwrap_err().contains("no usable verdict")
+            parse("{\"verdicts\": [{\"rubric_id\": \"r1\", \"verdict\": \"YES\"}]}", &ids())
+                .unwrap_err()
+                .contains("no usable verdict")
         );
     }
 }

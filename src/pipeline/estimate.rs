@@ -32,7 +32,11 @@ impl Estimates {
                 }
                 e.calls += 1;
                 e.input_tokens += p.estimated_tokens();
-                if !self.prefixes.insert(format!("{}\u{1f}{}", j.config.name, crate::hash::sha256_hex(&p.user_prefix))) {
+                if !self.prefixes.insert(format!(
+                    "{}\u{1f}{}",
+                    j.config.name,
+                    crate::hash::sha256_hex(&p.user_prefix)
+                )) {
                     e.shared_prefix_tokens += p.estimated_prefix_tokens();
                 }
                 e.max_output_tokens += u64::from(j.config.max_output_tokens);

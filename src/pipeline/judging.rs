@@ -68,7 +68,9 @@ pub async fn judge(
         .map(|(ii, item)| {
             let mut row = item.row;
             if item.prompt.is_some() {
-                vote(&mut row, judges, quorum, |ji| results.get(&(ii, ji)).map(Vec::as_slice).unwrap_or(&[]));
+                vote(&mut row, judges, quorum, |ji| {
+                    results.get(&(ii, ji)).map(Vec::as_slice).unwrap_or(&[])
+                });
             }
             row.settle_judged();
             row
@@ -77,7 +79,12 @@ pub async fn judge(
 }
 
 /// Fills each judge rubric's votes and the panel's verdict.
-fn vote<'a>(row: &mut TaskResult, judges: &[Arc<Judge>], quorum: usize, calls_of: impl Fn(usize) -> &'a [CallResult]) {
+fn vote<'a>(
+    row: &mut TaskResult,
+    judges: &[Arc<Judge>],
+    quorum: usize,
+    calls_of: impl Fn(usize) -> &'a [CallResult],
+) {
     for rubric in row.rubrics.iter_mut().filter(|r| r.kind == RubricKind::Llm) {
         let mut votes = Vec::with_capacity(judges.len());
         for (ji, judge) in judges.iter().enumerate() {
@@ -98,7 +105,10 @@ fn vote<'a>(row: &mut TaskResult, judges: &[Arc<Judge>], quorum: usize, calls_of
 
 /// One judge's vote on one rubric from its repeats: the strict majority of
 /// its valid answers (ties FAIL, as for the panel), `None` if none.
-fn combine_repeats(calls: &[CallResult], rubric: &str) -> (Option<Verdict>, Option<String>, Option<String>) {
+fn combine_repeats(
+    calls: &[CallResult],
+    rubric: &str,
+) -> (Option<Verdict>, Option<String>, Option<String>) {
     let mut verdicts = Vec::new();
     let mut justification = None;
     let mut abstention = calls.is_empty().then(|| "no answer was received".to_string());

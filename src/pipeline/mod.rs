@@ -61,15 +61,20 @@ pub enum ScorerError {
     #[error(
         "only {callable} of {total} judges have an API key, fewer than the quorum of {quorum}: no rubric could get a verdict, so no judge is called. Set {missing}, or lower [vote] quorum in the panel file (or pass --dry-run)"
     )]
+    #[allow(missing_docs)]
     QuorumUnreachable { callable: usize, total: usize, quorum: usize, missing: String },
 }
 
 /// What a scorer is built from.
 #[derive(Clone)]
 pub struct ScorerConfig {
+    /// The judges and the quorum.
     pub panel: PanelConfig,
+    /// The prompt templates.
     pub templates: Templates,
+    /// The cache file.
     pub cache_path: PathBuf,
+    /// Whether judges are called.
     pub mode: JudgeMode,
 }
 
@@ -92,8 +97,12 @@ impl Scorer {
     /// becomes a dry run.
     pub fn new(config: ScorerConfig) -> Result<Scorer, ScorerError> {
         let cache = Arc::new(Cache::open(&config.cache_path)?);
-        let judges: Vec<Arc<Judge>> =
-            config.panel.judges.iter().map(|c| Judge::from_env(c.clone()).map(Arc::new)).collect::<Result<_, _>>()?;
+        let judges: Vec<Arc<Judge>> = config
+            .panel
+            .judges
+            .iter()
+            .map(|c| Judge::from_env(c.clone()).map(Arc::new))
+            .collect::<Result<_, _>>()?;
         Scorer::with_judges(judges, config.panel.quorum, config.templates, cache, config.mode)
     }
 
@@ -111,11 +120,23 @@ impl Scorer {
             JudgeMode::Live if callable == 0 => Some(DryRunCause::NoKeys),
             JudgeMode::Live if callable < quorum => {
                 let missing: Vec<&str> = judges.iter().filter_map(|j| j.missing_key()).collect();
-                return Err(ScorerError::QuorumUnreachable { callable, total: judges.len(), quorum, missing: missing.join(", ") });
+                return Err(ScorerError::QuorumUnreachable {
+                    callable,
+                    total: judges.len(),
+                    quorum,
+                    missing: missing.join(", "),
+                });
             }
             JudgeMode::Live => None,
         };
-        Ok(Scorer { judges, quorum, templates, cache, dry_run, estimates: Mutex::new(estimate::Estimates::default()) })
+        Ok(Scorer {
+            judges,
+            quorum,
+            templates,
+            cache,
+            dry_run,
+            estimates: Mutex::new(estimate::Estimates::default()),
+        })
     }
 
     /// Why judges are not called, if they are not.
@@ -152,13 +173,20 @@ impl Scorer {
     /// Scores many outputs together: the CPU steps spread over the
     /// machine's cores, then every judge call at once under the limits.
     /// Rows come back in the order of `outputs`.
-    pub async fn score_batch(&self, outputs: Vec<(Arc<Task>, OutputSource, String)>, progress: &dyn Progress) -> Vec<TaskResult> {
+    pub async fn score_batch(
+        &self,
+        outputs: Vec<(Arc<Task>, OutputSource, String)>,
+        progress: &dyn Progress,
+    ) -> Vec<TaskResult> {
         let prepared = self.prepare_all(outputs).await;
         self.judge(prepared, progress).await
     }
 
     /// The CPU steps for many outputs, on blocking threads.
-    pub async fn prepare_all(&self, outputs: Vec<(Arc<Task>, OutputSource, String)>) -> Vec<Prepared> {
+    pub async fn prepare_all(
+        &self,
+        outputs: Vec<(Arc<Task>, OutputSource, String)>,
+    ) -> Vec<Prepared> {
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let chunk = outputs.len().div_ceil(threads).max(1);
         let mut parts: Vec<Vec<(Arc<Task>, OutputSource, String)>> = Vec::new();
@@ -170,13 +198,18 @@ impl Scorer {
         for part in parts {
             let (templates, cache) = (self.templates.clone(), self.cache.clone());
             handles.push(tokio::task::spawn_blocking(move || {
-                part.into_iter().map(|(task, source, trial)| prepare::prepare(&task, source, &trial, &templates, &cache)).collect()
+                part.into_iter()
+                    .map(|(task, source, trial)| {
+                        prepare::prepare(&task, source, &trial, &templates, &cache)
+                    })
+                    .collect()
             }));
         }
         let mut out = Vec::new();
         for h in handles {
             // prepare() catches panics itself; a join error cannot lose rows silently.
-            let part: Vec<Prepared> = h.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            let part: Vec<Prepared> =
+                h.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
             out.extend(part);
         }
         out

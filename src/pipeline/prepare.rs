@@ -97,8 +97,16 @@ fn render_key(bytes: &[u8], task: &Task, style: JudgeView) -> String {
 
 /// Key of a task's check verdicts on one output.
 fn checks_key(render_key: &str, task: &Task) -> String {
-    let prints: Vec<&str> = task.rubrics.iter().filter_map(|r| r.check.as_ref().map(|c| c.fingerprint.as_str())).collect();
-    crate::hash::sha256_hex(&format!("{render_key}\u{1f}{}\u{1f}{}", crate::check::CHECK_VERSION, prints.join("\u{1f}")))
+    let prints: Vec<&str> = task
+        .rubrics
+        .iter()
+        .filter_map(|r| r.check.as_ref().map(|c| c.fingerprint.as_str()))
+        .collect();
+    crate::hash::sha256_hex(&format!(
+        "{render_key}\u{1f}{}\u{1f}{}",
+        crate::check::CHECK_VERSION,
+        prints.join("\u{1f}")
+    ))
 }
 
 /// Check verdicts as cached: (rubric id, verdict, reason).
@@ -115,7 +123,13 @@ fn read(source: OutputSource) -> Result<Vec<u8>, docx::DocxError> {
 
 /// Gates, renders, checks and prompts one output. A panic anywhere in the
 /// reader or the checks becomes a gate failure naming it.
-pub fn prepare(task: &Task, source: OutputSource, trial: &str, templates: &Templates, cache: &Cache) -> Prepared {
+pub fn prepare(
+    task: &Task,
+    source: OutputSource,
+    trial: &str,
+    templates: &Templates,
+    cache: &Cache,
+) -> Prepared {
     guarded(task, trial, || prepare_unguarded(task, source, trial, templates, cache))
 }
 
@@ -129,22 +143,42 @@ fn guarded(task: &Task, trial: &str, f: impl FnOnce() -> Prepared) -> Prepared {
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown".into());
-        let reason = format!("redjury failed while reading this output (a bug; please report it): {what}");
-        Prepared { row: skeleton(task, trial, GateResult::failed(reason)), prompt: None, view: None }
+        let reason =
+            format!("redjury failed while reading this output (a bug; please report it): {what}");
+        Prepared {
+            row: skeleton(task, trial, GateResult::failed(reason)),
+            prompt: None,
+            view: None,
+        }
     })
 }
 
-fn prepare_unguarded(task: &Task, source: OutputSource, trial: &str, templates: &Templates, cache: &Cache) -> Prepared {
+fn prepare_unguarded(
+    task: &Task,
+    source: OutputSource,
+    trial: &str,
+    templates: &Templates,
+    cache: &Cache,
+) -> Prepared {
     let bytes = match read(source) {
         Ok(b) => b,
-        Err(e) => return Prepared { row: skeleton(task, trial, GateResult::failed(e.to_string())), prompt: None, view: None },
+        Err(e) => {
+            return Prepared {
+                row: skeleton(task, trial, GateResult::failed(e.to_string())),
+                prompt: None,
+                view: None,
+            };
+        }
     };
     let key = render_key(&bytes, task, templates.view);
     let has_checks = task.rubrics.iter().any(|r| r.is_check());
     let checks_key = has_checks.then(|| checks_key(&key, task));
-    let cached_render = lookup(cache.get_render(&key)).and_then(|(g, v)| Some((serde_json::from_str::<GateResult>(&g).ok()?, v)));
-    let cached_checks: Option<CheckVerdicts> =
-        checks_key.as_ref().and_then(|k| lookup(cache.get_checks(k))).and_then(|j| serde_json::from_str(&j).ok());
+    let cached_render = lookup(cache.get_render(&key))
+        .and_then(|(g, v)| Some((serde_json::from_str::<GateResult>(&g).ok()?, v)));
+    let cached_checks: Option<CheckVerdicts> = checks_key
+        .as_ref()
+        .and_then(|k| lookup(cache.get_checks(k)))
+        .and_then(|j| serde_json::from_str(&j).ok());
     // The model is parsed only when something is not cached.
     let need_model = cached_render.is_none() || (has_checks && cached_checks.is_none());
     let model = need_model.then(|| docx::from_bytes(bytes, docx::Limits::default()));
@@ -153,7 +187,11 @@ fn prepare_unguarded(task: &Task, source: OutputSource, trial: &str, templates: 
         None => {
             let Some(loaded) = &model else { unreachable!("parsed when the render is not cached") };
             let rendered = render(loaded, task, templates.view);
-            store(cache.put_render(&key, &serde_json::to_string(&rendered.0).unwrap_or_default(), rendered.1.as_deref()));
+            store(cache.put_render(
+                &key,
+                &serde_json::to_string(&rendered.0).unwrap_or_default(),
+                rendered.1.as_deref(),
+            ));
             rendered
         }
     };
@@ -173,7 +211,9 @@ fn prepare_unguarded(task: &Task, source: OutputSource, trial: &str, templates: 
         apply_checks(&mut row, verdicts);
     }
     let prompt = match &view {
-        Some(text) if row.gate.passed && task.llm_rubrics().next().is_some() => Some(templates.render(task, text)),
+        Some(text) if row.gate.passed && task.llm_rubrics().next().is_some() => {
+            Some(templates.render(task, text))
+        }
         _ => None,
     };
     row.prompt_hash = prompt.as_ref().map(|p| p.hash.clone());
@@ -181,15 +221,22 @@ fn prepare_unguarded(task: &Task, source: OutputSource, trial: &str, templates: 
 }
 
 /// The gate and the annotated view of a load result.
-fn render(loaded: &Result<Document, docx::DocxError>, task: &Task, style: JudgeView) -> (GateResult, Option<String>) {
+fn render(
+    loaded: &Result<Document, docx::DocxError>,
+    task: &Task,
+    style: JudgeView,
+) -> (GateResult, Option<String>) {
     let gate = gate::check_against(loaded, &task.author, task.input_doc.as_deref());
-    let text = loaded.as_ref().ok().map(|doc| style.render(doc, &task.name, task.input_doc.as_deref()));
+    let text =
+        loaded.as_ref().ok().map(|doc| style.render(doc, &task.name, task.input_doc.as_deref()));
     (gate, text)
 }
 
 fn run_checks(task: &Task, doc: &Document) -> CheckVerdicts {
-    let (ids, checks): (Vec<&str>, Vec<_>) = task.rubrics.iter().filter_map(|r| Some((r.id.as_str(), r.check.as_ref()?))).unzip();
-    let outcomes = crate::check::evaluate_all(&checks, doc, task.input_doc.as_deref(), &task.author);
+    let (ids, checks): (Vec<&str>, Vec<_>) =
+        task.rubrics.iter().filter_map(|r| Some((r.id.as_str(), r.check.as_ref()?))).unzip();
+    let outcomes =
+        crate::check::evaluate_all(&checks, doc, task.input_doc.as_deref(), &task.author);
     outcomes.into_iter().zip(ids).map(|((v, why), id)| (id.to_string(), v, why)).collect()
 }
 
@@ -231,14 +278,18 @@ mod tests {
 
     #[test]
     fn a_panic_while_reading_becomes_the_rows_gate_failure() {
-        let task = Task::named("redline-s1-t1-g01a", Side::A, "A", vec![Rubric::llm("r1", "x", "c", 3)]);
+        let task =
+            Task::named("redline-s1-t1-g01a", Side::A, "A", vec![Rubric::llm("r1", "x", "c", 3)]);
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
         let item = guarded(&task, "2", || panic!("boom in the reader"));
         std::panic::set_hook(prev);
         assert_eq!((item.row.task.as_str(), item.row.trial.as_str()), ("redline-s1-t1-g01a", "2"));
         assert!(!item.row.gate.passed);
-        assert_eq!(item.row.gate.reason, "redjury failed while reading this output (a bug; please report it): boom in the reader");
+        assert_eq!(
+            item.row.gate.reason,
+            "redjury failed while reading this output (a bug; please report it): boom in the reader"
+        );
         assert!(item.prompt.is_none());
     }
 }

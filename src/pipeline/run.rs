@@ -24,7 +24,9 @@ const BATCH: usize = 1024;
 /// Whether the annotated view of every output is written to `views/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Views {
+    /// Write them.
     Write,
+    /// Skip them.
     Skip,
 }
 
@@ -40,10 +42,15 @@ pub enum Replace {
 
 /// Settings of a run besides the scorer.
 pub struct RunSettings {
+    /// The results folder, replaced whole when the run ends.
     pub out: PathBuf,
+    /// Prices for cost estimates.
     pub prices: Prices,
+    /// The group bootstrap's settings (and the reference CI's draws).
     pub bootstrap: Bootstrap,
+    /// Whether views are written.
     pub views: Views,
+    /// What may be replaced at `out`.
     pub replace: Replace,
     /// The evaluated model's name: seeds the reference's CI.
     pub model: Option<String>,
@@ -62,8 +69,11 @@ pub enum RunEnd {
 
 /// What a run produced.
 pub struct RunReport {
+    /// The run's summary.
     pub summary: Summary,
+    /// How it ended.
     pub end: RunEnd,
+    /// Where its results are.
     pub out_dir: PathBuf,
 }
 
@@ -72,22 +82,28 @@ pub struct RunReport {
 #[non_exhaustive]
 pub enum RunError {
     #[error(transparent)]
+    /// The task files or the outputs could not be read.
     Task(#[from] task::TaskError),
     #[error(transparent)]
+    /// An earlier run could not be read.
     Report(#[from] report::ReportError),
     /// The results folder cannot be written.
     #[error("cannot write results to {path}: {source}")]
+    #[allow(missing_docs)]
     Write { path: PathBuf, source: std::io::Error },
     /// `--out` holds something that is not a results folder.
     #[error(
         "refusing to replace {path}: it is not empty and not a redjury results folder (no summary.json); choose a new folder, or pass --force"
     )]
+    #[allow(missing_docs)]
     Foreign { path: PathBuf },
     /// `rejudge --out` names the run being rejudged.
     #[error("--out {path} is the run being rejudged; write the new results to another folder")]
+    #[allow(missing_docs)]
     SameFolder { path: PathBuf },
     /// `rejudge` found rows whose prompt is not recorded.
     #[error("{path}/prompts.jsonl has no prompt for {rows}; rescore those with `redjury score`")]
+    #[allow(missing_docs)]
     MissingPrompts { path: PathBuf, rows: String },
 }
 
@@ -106,7 +122,10 @@ impl Staging {
                 return Err(RunError::Foreign { path: out.to_path_buf() });
             }
         }
-        let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "results".into());
+        let name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "results".into());
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).map_err(|e| write(parent, e))?;
         let dir = parent.join(format!(".{name}.partial-{}", std::process::id()));
@@ -149,27 +168,40 @@ pub async fn score(
     let names: Vec<String> = tasks.iter().map(|t| t.name.clone()).collect();
     let outputs = task::find_outputs(outputs_dir, &names)?;
     let with_output: HashSet<&str> = outputs.found.iter().map(|o| o.task.as_str()).collect();
-    let missing: Vec<String> = names.iter().filter(|n| !with_output.contains(n.as_str())).cloned().collect();
+    let missing: Vec<String> =
+        names.iter().filter(|n| !with_output.contains(n.as_str())).cloned().collect();
     let by_name: BTreeMap<&str, &Arc<Task>> = tasks.iter().map(|t| (t.name.as_str(), t)).collect();
-    let work: Vec<(Arc<Task>, PathBuf, String)> =
-        outputs.found.iter().filter_map(|o| Some(((*by_name.get(o.task.as_str())?).clone(), o.path.clone(), o.trial.clone()))).collect();
+    let work: Vec<(Arc<Task>, PathBuf, String)> = outputs
+        .found
+        .iter()
+        .filter_map(|o| {
+            Some(((*by_name.get(o.task.as_str())?).clone(), o.path.clone(), o.trial.clone()))
+        })
+        .collect();
     let staging = Staging::start(&settings.out, settings.replace)?;
     let views = start_views(&staging.dir, settings.views)?;
     let mut rows = Vec::with_capacity(work.len());
     let mut prompts = Vec::new();
     for batch in work.chunks(BATCH) {
-        let batch: Vec<(Arc<Task>, OutputSource, String)> =
-            batch.iter().map(|(t, p, trial)| (t.clone(), OutputSource::Path(p.clone()), trial.clone())).collect();
+        let batch: Vec<(Arc<Task>, OutputSource, String)> = batch
+            .iter()
+            .map(|(t, p, trial)| (t.clone(), OutputSource::Path(p.clone()), trial.clone()))
+            .collect();
         let prepared = scorer.prepare_all(batch).await;
         let prepared = record(prepared, views.as_ref(), &mut prompts, &staging.dir)?;
         rows.extend(scorer.judge(prepared, progress).await);
     }
     if let Some(views) = views {
-        views.finish().map_err(|source| RunError::Write { path: staging.dir.join("views"), source })?;
+        views
+            .finish()
+            .map_err(|source| RunError::Write { path: staging.dir.join("views"), source })?;
     }
     let unmatched = outputs.unmatched.iter().map(|p| p.display().to_string()).collect();
-    let unusable =
-        outputs.unusable.iter().map(|(p, why)| report::Unusable { path: p.display().to_string(), reason: why.clone() }).collect();
+    let unusable = outputs
+        .unusable
+        .iter()
+        .map(|(p, why)| report::Unusable { path: p.display().to_string(), reason: why.clone() })
+        .collect();
     finish(scorer, settings, staging, rows, prompts, Leftovers { missing, unmatched, unusable })
 }
 
@@ -199,14 +231,21 @@ fn start_views(dir: &Path, views: Views) -> Result<Option<report::ViewWriter>, R
     match views {
         Views::Write => {
             let views = dir.join("views");
-            report::ViewWriter::start(&views).map(Some).map_err(|source| RunError::Write { path: views, source })
+            report::ViewWriter::start(&views)
+                .map(Some)
+                .map_err(|source| RunError::Write { path: views, source })
         }
         Views::Skip => Ok(None),
     }
 }
 
 /// `redjury rejudge`: the prompts an earlier run stored, judged again.
-pub async fn rejudge(run_dir: &Path, scorer: &Scorer, settings: &RunSettings, progress: &dyn Progress) -> Result<RunReport, RunError> {
+pub async fn rejudge(
+    run_dir: &Path,
+    scorer: &Scorer,
+    settings: &RunSettings,
+    progress: &dyn Progress,
+) -> Result<RunReport, RunError> {
     let same = match (run_dir.canonicalize(), settings.out.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => run_dir == settings.out,
@@ -216,7 +255,8 @@ pub async fn rejudge(run_dir: &Path, scorer: &Scorer, settings: &RunSettings, pr
     }
     let (rows, old) = report::load_run(run_dir)?;
     let records = report::load_prompts(run_dir)?;
-    let by_key: BTreeMap<(String, String), PromptRecord> = records.into_iter().map(|p| ((p.task.clone(), p.trial.clone()), p)).collect();
+    let by_key: BTreeMap<(String, String), PromptRecord> =
+        records.into_iter().map(|p| ((p.task.clone(), p.trial.clone()), p)).collect();
     let missing: Vec<String> = rows
         .iter()
         .filter(|r| r.gate.passed && r.rubrics.iter().any(|x| x.kind == RubricKind::Llm))
@@ -224,13 +264,18 @@ pub async fn rejudge(run_dir: &Path, scorer: &Scorer, settings: &RunSettings, pr
         .map(|r| format!("{} trial {}", r.task, r.trial))
         .collect();
     if !missing.is_empty() {
-        return Err(RunError::MissingPrompts { path: run_dir.to_path_buf(), rows: missing.join(", ") });
+        return Err(RunError::MissingPrompts {
+            path: run_dir.to_path_buf(),
+            rows: missing.join(", "),
+        });
     }
     let staging = Staging::start(&settings.out, settings.replace)?;
     // The judges read the same documents: carry the views over.
-    if let (Views::Write, Ok(entries)) = (settings.views, std::fs::read_dir(run_dir.join("views"))) {
+    if let (Views::Write, Ok(entries)) = (settings.views, std::fs::read_dir(run_dir.join("views")))
+    {
         let to_dir = staging.dir.join("views");
-        std::fs::create_dir_all(&to_dir).map_err(|source| RunError::Write { path: to_dir.clone(), source })?;
+        std::fs::create_dir_all(&to_dir)
+            .map_err(|source| RunError::Write { path: to_dir.clone(), source })?;
         for e in entries.flatten() {
             let to = to_dir.join(e.file_name());
             std::fs::copy(e.path(), &to).map_err(|source| RunError::Write { path: to, source })?;
@@ -244,7 +289,9 @@ pub async fn rejudge(run_dir: &Path, scorer: &Scorer, settings: &RunSettings, pr
             let mut row = row.clone();
             row.reopen_judged();
             let prompt = match by_key.get(&(row.task.clone(), row.trial.clone())) {
-                Some(reference) if row.gate.passed => Some(reference.resolve(scorer.cache(), run_dir)?),
+                Some(reference) if row.gate.passed => {
+                    Some(reference.resolve(scorer.cache(), run_dir)?)
+                }
                 _ => None,
             };
             if let Some(p) = &prompt {
@@ -255,7 +302,14 @@ pub async fn rejudge(run_dir: &Path, scorer: &Scorer, settings: &RunSettings, pr
         out_rows.extend(scorer.judge(items, progress).await);
     }
     let unusable = old.unusable_outputs.clone();
-    finish(scorer, settings, staging, out_rows, prompts, Leftovers { missing: old.missing, unmatched: old.unmatched_outputs, unusable })
+    finish(
+        scorer,
+        settings,
+        staging,
+        out_rows,
+        prompts,
+        Leftovers { missing: old.missing, unmatched: old.unmatched_outputs, unusable },
+    )
 }
 
 /// What a run found besides scorable outputs.
@@ -273,7 +327,13 @@ fn finish(
     prompts: Vec<PromptRecord>,
     left: Leftovers,
 ) -> Result<RunReport, RunError> {
-    let mut summary = Summary::build(&rows, left.missing, left.unmatched, settings.bootstrap, settings.model.as_deref());
+    let mut summary = Summary::build(
+        &rows,
+        left.missing,
+        left.unmatched,
+        settings.bootstrap,
+        settings.model.as_deref(),
+    );
     summary.unusable_outputs = left.unusable;
     summary.dry_run = scorer.dry_run().is_some();
     summary.quorum = scorer.quorum();
@@ -283,9 +343,14 @@ fn finish(
         let c = j.counters.snapshot();
         let estimate = summary.dry_run.then(|| {
             let mut e = estimates.get(&j.config.name).cloned().unwrap_or_default();
-            e.max_cost_usd = settings
-                .prices
-                .cost(&j.config.model, crate::report::Billed { input: e.input_tokens, output: e.max_output_tokens, ..Default::default() });
+            e.max_cost_usd = settings.prices.cost(
+                &j.config.model,
+                crate::report::Billed {
+                    input: e.input_tokens,
+                    output: e.max_output_tokens,
+                    ..Default::default()
+                },
+            );
             e
         });
         let s = JudgeSummary {
@@ -295,13 +360,15 @@ fn finish(
             has_key: j.can_call(),
             stopped: j.stopped(),
             counters: c,
-            cached_share: (c.input_tokens > 0).then(|| c.cached_tokens as f64 / c.input_tokens as f64),
+            cached_share: (c.input_tokens > 0)
+                .then(|| c.cached_tokens as f64 / c.input_tokens as f64),
             cost: settings.prices.cost(&j.config.model, crate::report::Billed::of(&c)),
             estimate,
         };
         summary.judges.insert(j.config.name.clone(), s);
     }
-    report::write_run(&staging.dir, &rows, &summary, &prompts).map_err(|source| RunError::Write { path: staging.dir.clone(), source })?;
+    report::write_run(&staging.dir, &rows, &summary, &prompts)
+        .map_err(|source| RunError::Write { path: staging.dir.clone(), source })?;
     staging.swap()?;
     let cache = scorer.cache();
     if let Err(e) = cache.flush_journal().and_then(|_| cache.checkpoint()) {

@@ -46,7 +46,12 @@ pub fn banner(s: &Summary) -> Option<String> {
             parts.push(format!("{n} {what}"));
         }
     }
-    Some(format!("**Headline over {} of {}.** {}.", s.counted(), plural(c.results, "result", "results"), parts.join(", ")))
+    Some(format!(
+        "**Headline over {} of {}.** {}.",
+        s.counted(),
+        plural(c.results, "result", "results"),
+        parts.join(", ")
+    ))
 }
 
 /// summary.md: the summary as readable tables.
@@ -71,10 +76,15 @@ pub fn summary(s: &Summary) -> String {
 }
 
 fn figures(out: &mut String, s: &Summary) {
-    let interval = |ci: Option<[f64; 2]>| ci.map(|[a, b]| format!("[{a:.4}, {b:.4}]")).unwrap_or_else(|| "—".into());
+    let interval = |ci: Option<[f64; 2]>| {
+        ci.map(|[a, b]| format!("[{a:.4}, {b:.4}]")).unwrap_or_else(|| "—".into())
+    };
     let reference = match &s.ci95_reference {
         Some(r) => match &r.model {
-            Some(m) => format!(" (reference method: cells resampled, {} draws, seed of model \"{m}\" = {})", r.resamples, r.seed),
+            Some(m) => format!(
+                " (reference method: cells resampled, {} draws, seed of model \"{m}\" = {})",
+                r.resamples, r.seed
+            ),
             None => format!(
                 " (reference method: cells resampled, {} draws, seed {}; pass --model for the reference's seed)",
                 r.resamples, r.seed
@@ -82,7 +92,10 @@ fn figures(out: &mut String, s: &Summary) {
         },
         None => String::new(),
     };
-    let groups = s.bootstrap.map(|b| format!(" (input groups resampled, seed {}, {} draws)", b.seed, b.resamples)).unwrap_or_default();
+    let groups = s
+        .bootstrap
+        .map(|b| format!(" (input groups resampled, seed {}, {} draws)", b.seed, b.resamples))
+        .unwrap_or_default();
     let _ = write!(
         out,
         "\n| figure | value |\n|---|---|\n| turn-weighted (headline) | {} |\n| 95% CI{reference} | {} |\n| 95% CI{groups} | {} |\n| overall (mean over input groups) | {} |\n| mean per task | {} |\n",
@@ -93,13 +106,23 @@ fn figures(out: &mut String, s: &Summary) {
         fmt(s.figures.mean_per_task),
     );
     if s.best_at_k.k > 0 {
-        let _ = writeln!(out, "| best@{} turn-weighted | {} |", s.best_at_k.k, fmt(s.best_at_k.turn_weighted));
+        let _ = writeln!(
+            out,
+            "| best@{} turn-weighted | {} |",
+            s.best_at_k.k,
+            fmt(s.best_at_k.turn_weighted)
+        );
     }
     table(out, "By turn (mean over input groups)", "turn", &s.figures.by_turn);
     table(out, "By side (turn-weighted)", "side", &s.figures.by_side);
     table(out, "By scenario (turn-weighted)", "scenario", &s.figures.by_scenario);
     table(out, "By (scenario, turn) cell", "cell", &s.figures.by_scenario_turn);
-    table(out, "By category (pooled; penalties correct when not triggered)", "category", &s.figures.by_category);
+    table(
+        out,
+        "By category (pooled; penalties correct when not triggered)",
+        "category",
+        &s.figures.by_category,
+    );
 }
 
 fn judges(out: &mut String, s: &Summary) {
@@ -159,7 +182,12 @@ fn listed(out: &mut String, title: &str, groups: &BTreeMap<String, Vec<String>>)
     }
     let _ = writeln!(out, "\n#### {title}\n");
     for (reason, rows) in groups {
-        let _ = writeln!(out, "- {} — {reason}\n  {}", plural(rows.len(), "row", "rows"), rows.join(", "));
+        let _ = writeln!(
+            out,
+            "- {} — {reason}\n  {}",
+            plural(rows.len(), "row", "rows"),
+            rows.join(", ")
+        );
     }
 }
 
@@ -172,13 +200,27 @@ fn problems(out: &mut String, s: &Summary) {
     listed(out, "Gate failures (reward 0, counted)", &s.problems.gate_failed);
     listed(out, "Required items not met (reward 0, counted)", &s.problems.required_unmet);
     if !s.missing.is_empty() {
-        let _ = write!(out, "\n#### Tasks without an output ({})\n\n{}\n", s.missing.len(), s.missing.join(", "));
+        let _ = write!(
+            out,
+            "\n#### Tasks without an output ({})\n\n{}\n",
+            s.missing.len(),
+            s.missing.join(", ")
+        );
     }
     if !s.unmatched_outputs.is_empty() {
-        let _ = write!(out, "\n#### Output files matching no task ({})\n\n{}\n", s.unmatched_outputs.len(), s.unmatched_outputs.join(", "));
+        let _ = write!(
+            out,
+            "\n#### Output files matching no task ({})\n\n{}\n",
+            s.unmatched_outputs.len(),
+            s.unmatched_outputs.join(", ")
+        );
     }
     if !s.unusable_outputs.is_empty() {
-        let _ = writeln!(out, "\n#### Output files that could not be used ({})\n", s.unusable_outputs.len());
+        let _ = writeln!(
+            out,
+            "\n#### Output files that could not be used ({})\n",
+            s.unusable_outputs.len()
+        );
         for u in &s.unusable_outputs {
             let _ = writeln!(out, "- {}: {}", u.path, u.reason);
         }
@@ -188,8 +230,10 @@ fn problems(out: &mut String, s: &Summary) {
 /// A paired comparison of two runs.
 pub fn comparison(c: &Comparison) -> String {
     let (fa, fb) = (&c.a, &c.b);
-    let mut out =
-        format!("# Paired comparison\n\n{} task × trial rows scored in both runs (A = this run, B = --compare).\n\n", c.rows.len());
+    let mut out = format!(
+        "# Paired comparison\n\n{} task × trial rows scored in both runs (A = this run, B = --compare).\n\n",
+        c.rows.len()
+    );
     let delta = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) => format!("{:+.4}", a - b),
         _ => "—".into(),
@@ -229,17 +273,33 @@ pub fn agreement(a: &Agreement) -> String {
     }
     out.push_str("| pair | items both voted | agreement |\n|---|---|---|\n");
     for p in &a.pairs {
-        let pct = if p.items > 0 { format!("{:.1}%", 100.0 * p.agreed as f64 / p.items as f64) } else { "—".into() };
+        let pct = if p.items > 0 {
+            format!("{:.1}%", 100.0 * p.agreed as f64 / p.items as f64)
+        } else {
+            "—".into()
+        };
         let _ = writeln!(out, "| {} – {} | {} | {pct} |", p.a, p.b, p.items);
     }
-    let kappa = a.fleiss_kappa.map(|k| format!("{k:.3}")).unwrap_or_else(|| "undefined (no items, or no variation)".into());
-    let _ = writeln!(out, "\nFleiss' kappa over {} rubric items every judge voted on: {kappa}\n", a.fleiss_items);
+    let kappa = a
+        .fleiss_kappa
+        .map(|k| format!("{k:.3}"))
+        .unwrap_or_else(|| "undefined (no items, or no variation)".into());
+    let _ = writeln!(
+        out,
+        "\nFleiss' kappa over {} rubric items every judge voted on: {kappa}\n",
+        a.fleiss_items
+    );
     out.push_str("| judge | votes | departs from the panel verdict |\n|---|---|---|\n");
     for d in &a.departures {
         let _ = writeln!(out, "| {} | {} | {:.1}% |", d.judge, d.votes, d.rate() * 100.0);
     }
     if let Some(d) = a.most_departing() {
-        let _ = writeln!(out, "\nThe judge departing most from the panel: **{}** ({:.1}% of its votes).", d.judge, d.rate() * 100.0);
+        let _ = writeln!(
+            out,
+            "\nThe judge departing most from the panel: **{}** ({:.1}% of its votes).",
+            d.judge,
+            d.rate() * 100.0
+        );
     }
     out
 }

@@ -14,24 +14,32 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use summary::{BestAtK, Billed, Estimate, JudgeSummary, Price, PriceError, Prices, Problems, Summary, Unusable};
+pub use summary::{
+    BestAtK, Billed, Estimate, JudgeSummary, Price, PriceError, Prices, Problems, Summary, Unusable,
+};
 
 use crate::prompt::Prompt;
-use crate::score::{Status, TaskResult};
+use crate::score::TaskResult;
 
 /// One line of prompts.jsonl: which prompt the judges read for a task ×
 /// trial. The text itself is stored once, content-addressed, in the cache
 /// (`rejudge` reads it from there, so it needs no .docx).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PromptRecord {
+    /// The task.
     pub task: String,
+    /// The trial.
     pub trial: String,
+    /// The prompt's hash (its text is in the cache).
     pub prompt_hash: String,
+    /// The templates' version.
     pub template_version: String,
+    /// The rubrics it asks about.
     pub rubric_ids: Vec<String>,
 }
 
 impl PromptRecord {
+    /// The record of one row's prompt.
     pub fn of(task: &str, trial: &str, p: &Prompt) -> PromptRecord {
         PromptRecord {
             task: task.to_string(),
@@ -43,7 +51,11 @@ impl PromptRecord {
     }
 
     /// The prompt's text, from the cache.
-    pub fn resolve(&self, cache: &crate::cache::Cache, run_dir: &Path) -> Result<Prompt, ReportError> {
+    pub fn resolve(
+        &self,
+        cache: &crate::cache::Cache,
+        run_dir: &Path,
+    ) -> Result<Prompt, ReportError> {
         match cache.get_prompt(&self.prompt_hash) {
             Ok(Some(p)) => Ok(p),
             Ok(None) => Err(ReportError::Read {
@@ -53,7 +65,10 @@ impl PromptRecord {
                     self.prompt_hash, self.task, self.trial
                 ),
             }),
-            Err(e) => Err(ReportError::Read { path: run_dir.join("prompts.jsonl"), message: e.to_string() }),
+            Err(e) => Err(ReportError::Read {
+                path: run_dir.join("prompts.jsonl"),
+                message: e.to_string(),
+            }),
         }
     }
 }
@@ -61,8 +76,11 @@ impl PromptRecord {
 /// One line of rewards.jsonl — the training contract.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RewardLine {
+    /// The task.
     pub task: String,
+    /// The trial.
     pub trial: String,
+    /// The reward, unrounded, in [0, 1].
     pub reward: f64,
 }
 
@@ -76,6 +94,7 @@ pub struct ViewWriter {
 }
 
 impl ViewWriter {
+    /// Starts the writer thread for a views folder.
     pub fn start(views_dir: &Path) -> std::io::Result<ViewWriter> {
         std::fs::create_dir_all(views_dir)?;
         let (sender, receiver) = std::sync::mpsc::sync_channel::<(String, String)>(256);
@@ -96,9 +115,9 @@ impl ViewWriter {
     /// Queues a view; `name` without the `.md`.
     pub fn write(&self, name: String, text: String) -> std::io::Result<()> {
         match &self.sender {
-            Some(s) => {
-                s.send((name, text)).map_err(|_| std::io::Error::other(format!("the view writer for {} stopped", self.dir.display())))
-            }
+            Some(s) => s.send((name, text)).map_err(|_| {
+                std::io::Error::other(format!("the view writer for {} stopped", self.dir.display()))
+            }),
             None => Ok(()),
         }
     }
@@ -116,7 +135,11 @@ impl ViewWriter {
 
 /// Writes a file under a temporary name, syncs it, and renames it into place.
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("{}.tmp-{}", path.extension().and_then(|e| e.to_str()).unwrap_or(""), std::process::id()));
+    let tmp = path.with_extension(format!(
+        "{}.tmp-{}",
+        path.extension().and_then(|e| e.to_str()).unwrap_or(""),
+        std::process::id()
+    ));
     {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -140,13 +163,20 @@ fn jsonl<T: Serialize>(items: &[T]) -> Vec<u8> {
 /// Writes a run folder.
 /// Writes a run folder's files (the views are written as outputs are
 /// rendered, by the pipeline).
-pub fn write_run(out: &Path, rows: &[TaskResult], summary: &Summary, prompts: &[PromptRecord]) -> std::io::Result<()> {
+pub fn write_run(
+    out: &Path,
+    rows: &[TaskResult],
+    summary: &Summary,
+    prompts: &[PromptRecord],
+) -> std::io::Result<()> {
     std::fs::create_dir_all(out)?;
     write_atomic(&out.join("prompts.jsonl"), &jsonl(prompts))?;
     let rewards: Vec<RewardLine> = rows
         .iter()
-        .filter(|r| matches!(r.status, Status::Scored | Status::GateFailed))
-        .filter_map(|r| Some(RewardLine { task: r.task.clone(), trial: r.trial.clone(), reward: r.reward? }))
+        .filter(|r| r.counts())
+        .filter_map(|r| {
+            Some(RewardLine { task: r.task.clone(), trial: r.trial.clone(), reward: r.reward? })
+        })
         .collect();
     write_atomic(&out.join("rewards.jsonl"), &jsonl(&rewards))?;
     write_atomic(&out.join("results.jsonl"), &jsonl(rows))?;
@@ -156,8 +186,10 @@ pub fn write_run(out: &Path, rows: &[TaskResult], summary: &Summary, prompts: &[
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why a results folder could not be read.
 pub enum ReportError {
     #[error("{path}: {message}")]
+    #[allow(missing_docs)]
     Read { path: PathBuf, message: String },
 }
 
@@ -165,28 +197,40 @@ pub enum ReportError {
 pub fn load_run(dir: &Path) -> Result<(Vec<TaskResult>, Summary), ReportError> {
     let read = |name: &str| {
         let path = dir.join(name);
-        std::fs::read_to_string(&path).map_err(|e| ReportError::Read { path, message: format!("{e} (is this a redjury run folder?)") })
+        std::fs::read_to_string(&path).map_err(|e| ReportError::Read {
+            path,
+            message: format!("{e} (is this a redjury run folder?)"),
+        })
     };
     let mut rows = Vec::new();
-    for (i, line) in read("results.jsonl")?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        rows.push(
-            serde_json::from_str(line)
-                .map_err(|e| ReportError::Read { path: dir.join("results.jsonl"), message: format!("line {}: {e}", i + 1) })?,
-        );
+    for (i, line) in
+        read("results.jsonl")?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty())
+    {
+        rows.push(serde_json::from_str(line).map_err(|e| ReportError::Read {
+            path: dir.join("results.jsonl"),
+            message: format!("line {}: {e}", i + 1),
+        })?);
     }
-    let summary = serde_json::from_str(&read("summary.json")?)
-        .map_err(|e| ReportError::Read { path: dir.join("summary.json"), message: e.to_string() })?;
+    let summary = serde_json::from_str(&read("summary.json")?).map_err(|e| ReportError::Read {
+        path: dir.join("summary.json"),
+        message: e.to_string(),
+    })?;
     Ok((rows, summary))
 }
 
+/// Reads a run's prompts.jsonl.
 pub fn load_prompts(dir: &Path) -> Result<Vec<PromptRecord>, ReportError> {
     let path = dir.join("prompts.jsonl");
-    let text = std::fs::read_to_string(&path).map_err(|e| ReportError::Read { path: path.clone(), message: e.to_string() })?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| ReportError::Read { path: path.clone(), message: e.to_string() })?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| ReportError::Read { path: path.clone(), message: format!("line {}: {e}", i + 1) })
+            serde_json::from_str(l).map_err(|e| ReportError::Read {
+                path: path.clone(),
+                message: format!("line {}: {e}", i + 1),
+            })
         })
         .collect()
 }

@@ -19,6 +19,7 @@ use crate::score::{Status, TaskResult};
 #[serde(deny_unknown_fields)]
 pub struct Prices {
     #[serde(default)]
+    /// Per model id.
     pub models: BTreeMap<String, Price>,
 }
 
@@ -26,6 +27,7 @@ pub struct Prices {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
+    /// Prompt tokens.
     pub input: f64,
     /// Prompt tokens read from the provider's prompt cache.
     pub cached_input: f64,
@@ -33,16 +35,19 @@ pub struct Price {
     /// 1.25 × input); `input` when absent.
     #[serde(default)]
     pub cache_write: Option<f64>,
+    /// Output tokens.
     pub output: f64,
     /// Batch API prices, when the provider sells them.
     #[serde(default)]
     pub batch_input: Option<f64>,
     #[serde(default)]
+    /// Batch API output tokens.
     pub batch_output: Option<f64>,
     /// Where the figures come from and when they were checked.
     #[serde(default)]
     pub source: Option<String>,
     #[serde(default)]
+    /// When the figures were last checked.
     pub checked: Option<String>,
 }
 
@@ -51,15 +56,23 @@ pub struct Price {
 pub struct Billed {
     /// All prompt tokens (cached and cache-written included).
     pub input: u64,
+    /// Of which read from the prompt cache.
     pub cached: u64,
+    /// Of which written to the prompt cache.
     pub cache_write: u64,
+    /// Output tokens.
     pub output: u64,
 }
 
 impl Billed {
     /// A judge's live-call totals.
     pub fn of(c: &CounterSnapshot) -> Billed {
-        Billed { input: c.input_tokens, cached: c.cached_tokens, cache_write: c.cache_write_tokens, output: c.output_tokens }
+        Billed {
+            input: c.input_tokens,
+            cached: c.cached_tokens,
+            cache_write: c.cache_write_tokens,
+            output: c.output_tokens,
+        }
     }
 }
 
@@ -67,21 +80,26 @@ impl Billed {
 #[derive(Debug, thiserror::Error)]
 #[error("price table {path}: {message}")]
 pub struct PriceError {
+    /// The price table.
     pub path: String,
+    /// What is wrong with it.
     pub message: String,
 }
 
 impl Prices {
     /// Reads a price table.
     pub fn load(path: &Path) -> Result<Prices, PriceError> {
-        let err = |message: String| PriceError { path: path.display().to_string(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        Prices::parse(&text).map_err(err)
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| PriceError { path: path.display().to_string(), message: e.to_string() })?;
+        Prices::parse(&text, &path.display().to_string())
     }
 
-    /// Reads a price table given as text.
-    pub fn parse(text: &str) -> Result<Prices, String> {
-        toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())
+    /// Reads a price table given as text; `path` names it in errors.
+    pub fn parse(text: &str, path: &str) -> Result<Prices, PriceError> {
+        toml::from_str(text).map_err(|e| PriceError {
+            path: path.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })
     }
 
     /// Cost of billed tokens; `None` when the model has no price.
@@ -89,7 +107,13 @@ impl Prices {
         let p = self.models.get(model)?;
         let plain = b.input.saturating_sub(b.cached).saturating_sub(b.cache_write) as f64;
         let write = p.cache_write.unwrap_or(p.input);
-        Some((plain * p.input + b.cached as f64 * p.cached_input + b.cache_write as f64 * write + b.output as f64 * p.output) / 1e6)
+        Some(
+            (plain * p.input
+                + b.cached as f64 * p.cached_input
+                + b.cache_write as f64 * write
+                + b.output as f64 * p.output)
+                / 1e6,
+        )
     }
 }
 
@@ -98,19 +122,24 @@ impl Prices {
 pub struct Estimate {
     /// Calls not yet in the cache.
     pub calls: u64,
+    /// Calls already in the cache.
     pub cached_calls: u64,
+    /// Estimated prompt tokens.
     pub input_tokens: u64,
     /// Input tokens in prompt prefixes shared with an earlier call.
     pub shared_prefix_tokens: u64,
     /// Upper bound: every call uses its whole output budget.
     pub max_output_tokens: u64,
+    /// The upper bound in USD, when the model has a price.
     pub max_cost_usd: Option<f64>,
 }
 
 /// One judge's part in a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JudgeSummary {
+    /// The provider's name.
     pub provider: String,
+    /// The model id.
     pub model: String,
     /// The environment variable the key is read from (never the key);
     /// empty when the server needs no key.
@@ -122,27 +151,34 @@ pub struct JudgeSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
     #[serde(flatten)]
+    /// Requests, cache hits, retries, failures and tokens.
     pub counters: CounterSnapshot,
     /// Share of input tokens the provider served from its prompt cache.
     pub cached_share: Option<f64>,
     /// `None` when prices.toml has no price for the model.
     pub cost: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// What a dry run expects (dry runs only).
     pub estimate: Option<Estimate>,
 }
 
 /// Figures over each task's best trial.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BestAtK {
+    /// The most trials of any task.
     pub k: usize,
+    /// `overall` over each task's best trial.
     pub overall: Option<f64>,
+    /// `turn_weighted` over each task's best trial.
     pub turn_weighted: Option<f64>,
 }
 
 /// An output file that could not be used, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Unusable {
+    /// The file.
     pub path: String,
+    /// Why it cannot be scored.
     pub reason: String,
 }
 
@@ -151,6 +187,7 @@ pub struct Unusable {
 pub struct Problems {
     /// reason → rows ("task trial N").
     pub incomplete: BTreeMap<String, Vec<String>>,
+    /// Gate failures by reason.
     pub gate_failed: BTreeMap<String, Vec<String>>,
     /// Rows whose reward a required item zeroed.
     #[serde(default)]
@@ -161,12 +198,20 @@ impl Problems {
     fn of(rows: &[TaskResult]) -> Problems {
         let mut p = Problems::default();
         for r in rows {
-            let id = if r.trial == "1" { r.task.clone() } else { format!("{} trial {}", r.task, r.trial) };
+            let id = if r.trial == "1" {
+                r.task.clone()
+            } else {
+                format!("{} trial {}", r.task, r.trial)
+            };
             let why = r.reason.clone().unwrap_or_default();
             match r.status {
                 Status::Incomplete => p.incomplete.entry(why).or_default().push(id),
-                Status::GateFailed => p.gate_failed.entry(r.gate.reason.clone()).or_default().push(id),
-                Status::Scored if r.reason.is_some() => p.required_unmet.entry(why).or_default().push(id),
+                Status::GateFailed => {
+                    p.gate_failed.entry(r.gate.reason.clone()).or_default().push(id)
+                }
+                Status::Scored if r.reason.is_some() => {
+                    p.required_unmet.entry(why).or_default().push(id)
+                }
                 _ => {}
             }
         }
@@ -187,24 +232,35 @@ pub struct ReferenceCi {
 /// summary.json.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// "redjury.summary".
     pub format: String,
+    /// The format's version.
     pub version: u32,
+    /// Whether no judge was called.
     pub dry_run: bool,
+    /// Rows by status.
     pub counts: Counts,
     #[serde(flatten)]
+    /// The figures.
     pub figures: Figures,
     /// The reference's 95% CI of the headline: the (scenario, turn) cells
     /// resampled (see `reference_ci`).
     pub ci95: Option<[f64; 2]>,
     #[serde(default)]
+    /// How `ci95` was drawn.
     pub ci95_reference: Option<ReferenceCi>,
     /// redjury's 95% CI over input groups (settings in `bootstrap`).
     #[serde(default)]
     pub ci95_groups: Option<[f64; 2]>,
+    /// The group bootstrap's settings.
     pub bootstrap: Option<Bootstrap>,
+    /// Figures over each task's best trial.
     pub best_at_k: BestAtK,
+    /// Each judge's part.
     pub judges: BTreeMap<String, JudgeSummary>,
+    /// The panel's quorum.
     pub quorum: usize,
+    /// The prompt templates' version.
     pub template_version: String,
     /// Tasks with no output file.
     pub missing: Vec<String>,
@@ -214,6 +270,7 @@ pub struct Summary {
     #[serde(default)]
     pub unusable_outputs: Vec<Unusable>,
     #[serde(default)]
+    /// Rows left out of the figures or zeroed, by reason.
     pub problems: Problems,
 }
 
@@ -221,7 +278,13 @@ impl Summary {
     /// Figures, counts and problems of a run's rows (judges are added by
     /// the caller). `model` names the evaluated model (it seeds the
     /// reference's CI).
-    pub fn build(rows: &[TaskResult], missing: Vec<String>, unmatched: Vec<String>, boot: Bootstrap, model: Option<&str>) -> Summary {
+    pub fn build(
+        rows: &[TaskResult],
+        missing: Vec<String>,
+        unmatched: Vec<String>,
+        boot: Bootstrap,
+        model: Option<&str>,
+    ) -> Summary {
         let reference = ReferenceCi {
             model: model.map(str::to_string),
             seed: model.map(aggregate::model_seed).unwrap_or(boot.seed),
@@ -240,7 +303,12 @@ impl Summary {
             version: 1,
             dry_run: false,
             counts: aggregate::counts(rows, missing.len()),
-            ci95: counted.then(|| aggregate::reference_ci(rows, Bootstrap { seed: reference.seed, resamples: reference.resamples })),
+            ci95: counted.then(|| {
+                aggregate::reference_ci(
+                    rows,
+                    Bootstrap { seed: reference.seed, resamples: reference.resamples },
+                )
+            }),
             ci95_reference: Some(reference),
             ci95_groups: aggregate::bootstrap_ci(rows, boot),
             bootstrap: Some(boot),
@@ -282,6 +350,7 @@ mod tests {
     fn anthropic_cache_writes_are_priced_at_their_rate() {
         let prices = Prices::parse(
             "[models.haiku]\ninput = 1.0\ncached_input = 0.1\ncache_write = 1.25\noutput = 5.0\n[models.plain]\ninput = 1.0\ncached_input = 0.1\noutput = 5.0\n",
+            "test",
         )
         .unwrap_or_default();
         // 1M prompt tokens: 200k read from cache, 300k written, 500k plain; 100k out.

@@ -46,50 +46,67 @@ pub enum Target {
 pub enum CheckSpec {
     /// Who made the tracked changes and comments.
     Author {
+        /// The authors whose changes count.
         authors: Vec<String>,
         #[serde(default)]
+        /// How the authors must relate to everyone else's changes.
         mode: AuthorMode,
         #[serde(default = "yes")]
+        /// Whether comments count as changes.
         include_comments: bool,
     },
     /// The author's changes stay inside the named sections.
     Scope {
+        /// Section labels ("8", "9.2") the changes must stay in.
         sections: Vec<String>,
         #[serde(default)]
+        /// Whose changes (default: the task's author).
         author: Option<String>,
     },
     /// No tracked formatting change.
     NoFormatChanges {
         #[serde(default)]
+        /// Whose changes (default: anyone's).
         author: Option<String>,
     },
     /// How many tracked changes of some kinds remain.
     RevisionsRemaining {
         #[serde(default)]
+        /// The kinds of change counted (default: all).
         kinds: Vec<RevisionKind>,
         #[serde(default)]
+        /// Whose changes (default: anyone's).
         author: Option<String>,
         #[serde(default)]
+        /// At least this many.
         min: Option<u32>,
         #[serde(default)]
+        /// At most this many.
         max: Option<u32>,
     },
     /// The accepted text (of a section) equals a gold text.
     AcceptedTextEquals {
         #[serde(default)]
+        /// The section compared (default: the whole document).
         section: Option<String>,
         #[serde(default)]
+        /// The gold text.
         text: Option<String>,
         #[serde(default)]
+        /// A gold .docx whose accepted text is the gold (relative to the task file).
         gold_docx: Option<String>,
         #[serde(default)]
+        /// Pass at this token F1 instead of exact equality.
         min_f1: Option<f64>,
     },
     /// Token F1 of the inserted and deleted text against a gold redline.
     RevisionSetF1 {
+        /// The gold redline (relative to the task file).
         gold_docx: String,
+        /// The token F1 to reach.
         min_f1: f64,
         #[serde(default)]
+        /// Whose changes on both sides (default: anyone's).
         author: Option<String>,
     },
     /// How many comments match.
@@ -105,20 +122,28 @@ pub enum CheckSpec {
 #[serde(deny_unknown_fields)]
 pub struct CommentSpec {
     #[serde(default)]
+    /// The comments' author (default: anyone).
     pub author: Option<String>,
     #[serde(default)]
+    /// The section they are anchored in.
     pub section: Option<String>,
     #[serde(default)]
+    /// Text they contain (case-insensitive).
     pub contains: Option<String>,
     #[serde(default)]
+    /// Text they equal (whitespace-normalised).
     pub equals: Option<String>,
     #[serde(default)]
+    /// Replies only (true) or top-level comments only (false).
     pub reply: Option<bool>,
     #[serde(default)]
+    /// Resolved (true) or open (false) comments only.
     pub resolved: Option<bool>,
     #[serde(default)]
+    /// At least this many (default 1).
     pub min: Option<u32>,
     #[serde(default)]
+    /// At most this many.
     pub max: Option<u32>,
 }
 
@@ -126,12 +151,16 @@ pub struct CommentSpec {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pattern {
+    /// The regex.
     pub pattern: String,
     #[serde(rename = "in")]
+    /// Which text it searches.
     pub target: Target,
     #[serde(default)]
+    /// The section searched (default: the whole body).
     pub section: Option<String>,
     #[serde(default)]
+    /// Whose changes (inserted/deleted text only; default: anyone's).
     pub author: Option<String>,
 }
 
@@ -148,7 +177,12 @@ pub enum CheckSpecError {
     Schema(String),
     /// One parameter's value is wrong; the message says how.
     #[error("check parameter `{param}`: {message}")]
-    Parameter { param: &'static str, message: String },
+    Parameter {
+        /// The parameter's name.
+        param: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 fn param<T>(param: &'static str, message: impl Into<String>) -> Result<T, CheckSpecError> {
@@ -169,8 +203,12 @@ pub struct PreparedCheck {
 
 impl PreparedCheck {
     /// Validates a check's parameters; `base` resolves `gold_docx` paths.
-    pub fn from_json(value: &serde_json::Value, base: &Path) -> Result<PreparedCheck, CheckSpecError> {
-        let spec: CheckSpec = serde_json::from_value(value.clone()).map_err(|e| CheckSpecError::Schema(e.to_string()))?;
+    pub fn from_json(
+        value: &serde_json::Value,
+        base: &Path,
+    ) -> Result<PreparedCheck, CheckSpecError> {
+        let spec: CheckSpec = serde_json::from_value(value.clone())
+            .map_err(|e| CheckSpecError::Schema(e.to_string()))?;
         let mut fingerprint = serde_json::to_string(&spec).unwrap_or_default();
         let mut regex = None;
         let mut gold = None;
@@ -187,7 +225,10 @@ impl PreparedCheck {
             }
             CheckSpec::Scope { sections, .. } => {
                 if sections.is_empty() || sections.iter().any(|s| s.trim().is_empty()) {
-                    return param("sections", "list at least one section label, e.g. [\"8\", \"9.2\"]");
+                    return param(
+                        "sections",
+                        "list at least one section label, e.g. [\"8\", \"9.2\"]",
+                    );
                 }
             }
             CheckSpec::NoFormatChanges { .. } => {}
@@ -217,9 +258,12 @@ impl PreparedCheck {
                 check_f1(*min_f1)?;
                 gold = Some(load_gold(gold_docx)?);
             }
-            CheckSpec::Contains(Pattern { pattern, .. }) | CheckSpec::NotContains(Pattern { pattern, .. }) => {
-                let compiled = Regex::new(pattern)
-                    .map_err(|e| CheckSpecError::Parameter { param: "pattern", message: format!("invalid regex: {e}") })?;
+            CheckSpec::Contains(Pattern { pattern, .. })
+            | CheckSpec::NotContains(Pattern { pattern, .. }) => {
+                let compiled = Regex::new(pattern).map_err(|e| CheckSpecError::Parameter {
+                    param: "pattern",
+                    message: format!("invalid regex: {e}"),
+                })?;
                 regex = Some(compiled);
             }
         }
@@ -241,11 +285,17 @@ fn check_f1(v: f64) -> Result<(), CheckSpecError> {
 
 /// Loads a gold document and the hash of its bytes.
 fn load_gold(path: &Path) -> Result<(Arc<Document>, String), CheckSpecError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| CheckSpecError::Parameter { param: "gold_docx", message: format!("cannot read {}: {e}", path.display()) })?;
+    let bytes = std::fs::read(path).map_err(|e| CheckSpecError::Parameter {
+        param: "gold_docx",
+        message: format!("cannot read {}: {e}", path.display()),
+    })?;
     let sha = crate::hash::sha256_hex_bytes(&bytes);
-    let doc = docx::from_bytes(bytes, docx::Limits::default())
-        .map_err(|e| CheckSpecError::Parameter { param: "gold_docx", message: format!("{}: {e}", path.display()) })?;
+    let doc = docx::from_bytes(bytes, docx::Limits::default()).map_err(|e| {
+        CheckSpecError::Parameter {
+            param: "gold_docx",
+            message: format!("{}: {e}", path.display()),
+        }
+    })?;
     Ok((Arc::new(doc), sha))
 }
 
@@ -254,7 +304,11 @@ mod tests {
     use super::*;
 
     fn err(v: serde_json::Value) -> String {
-        PreparedCheck::from_json(&v, Path::new(".")).map(|_| ()).err().map(|e| e.to_string()).unwrap_or_default()
+        PreparedCheck::from_json(&v, Path::new("."))
+            .map(|_| ())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
     }
 
     #[test]
@@ -262,13 +316,24 @@ mod tests {
         use serde_json::json;
         let e = err(json!({"type": "contains", "pattern": "(", "in": "inserted"}));
         assert!(e.starts_with("check parameter `pattern`: invalid regex"), "{e}");
-        assert!(err(json!({"type": "scope", "sections": []})).starts_with("check parameter `sections`"));
-        assert!(err(json!({"type": "revisions_remaining", "min": 3, "max": 1})).starts_with("check parameter `min`"));
+        assert!(
+            err(json!({"type": "scope", "sections": []})).starts_with("check parameter `sections`")
+        );
+        assert!(
+            err(json!({"type": "revisions_remaining", "min": 3, "max": 1}))
+                .starts_with("check parameter `min`")
+        );
         let e = err(json!({"type": "accepted_text_equals", "gold_docx": "nope.docx"}));
         assert!(e.starts_with("check parameter `gold_docx`: cannot read ./nope.docx"), "{e}");
-        assert!(err(json!({"type": "author", "authors": ["A"], "colour": 1})).contains("unknown field `colour`"));
+        assert!(
+            err(json!({"type": "author", "authors": ["A"], "colour": 1}))
+                .contains("unknown field `colour`")
+        );
         assert!(err(json!({"type": "teleport"})).contains("unknown variant `teleport`"));
-        assert!(err(json!({"type": "comment", "contains": "a", "equals": "b"})).starts_with("check parameter `equals`"));
+        assert!(
+            err(json!({"type": "comment", "contains": "a", "equals": "b"}))
+                .starts_with("check parameter `equals`")
+        );
         assert_eq!(err(json!({"type": "no_format_changes"})), "");
     }
 }

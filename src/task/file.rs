@@ -63,7 +63,8 @@ const TASK_KEYS: &[&str] = &[
 
 /// The keys a rubric may hold: the reference schema's and redjury's
 /// `kind`, `check` and `required`.
-const RUBRIC_KEYS: &[&str] = &["id", "criteria", "justification", "category", "weight", "kind", "check", "required"];
+const RUBRIC_KEYS: &[&str] =
+    &["id", "criteria", "justification", "category", "weight", "kind", "check", "required"];
 
 #[derive(Deserialize)]
 struct RubricFile {
@@ -149,7 +150,10 @@ impl Sources<'_> {
     }
 
     fn required(&self, json: &Option<String>, field: &str) -> Result<String, String> {
-        json.clone().or_else(|| self.meta(field)).filter(|s| !s.trim().is_empty()).ok_or_else(|| format!("missing {field}"))
+        json.clone()
+            .or_else(|| self.meta(field))
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| format!("missing {field}"))
     }
 }
 
@@ -170,11 +174,18 @@ impl Problems {
 /// Reads and validates one task file. `name` is the task's name (file stem
 /// or Harbor folder); `default_input` is the input a Harbor task ships.
 /// Every problem of the file is reported at once.
-pub(super) fn load(path: &Path, name: &str, meta: &Meta, default_input: Option<PathBuf>) -> Result<Task, TaskError> {
-    let text = std::fs::read_to_string(path).map_err(|source| TaskError::Io { path: path.to_path_buf(), source })?;
+pub(super) fn load(
+    path: &Path,
+    name: &str,
+    meta: &Meta,
+    default_input: Option<PathBuf>,
+) -> Result<Task, TaskError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|source| TaskError::Io { path: path.to_path_buf(), source })?;
     // Windows editors save UTF-8 with a byte-order mark; JSON has none.
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| invalid(path, format!("not JSON: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| invalid(path, format!("not JSON: {e}")))?;
     let mut problems = Problems::default();
     unknown_keys(&value, &mut problems);
     let file: TaskFile = match serde_json::from_value(value) {
@@ -189,12 +200,17 @@ pub(super) fn load(path: &Path, name: &str, meta: &Meta, default_input: Option<P
     let side = problems.take(src.side());
     let turn = problems.take(src.turn());
     let input_group = problems.take(src.input_group());
-    let represented_party = problems.take(src.required(&file.represented_party, "represented_party"));
+    let represented_party =
+        problems.take(src.required(&file.represented_party, "represented_party"));
     let counterparty = problems.take(src.required(&file.counterparty, "counterparty"));
     let author = problems.take(src.required(&file.author, "author"));
     agrees_with_name(name, &src, turn, input_group.as_deref(), &mut problems);
     let rubrics = rubrics(path, &file.rubrics, &mut problems);
-    let input = file.input.as_deref().map(|i| path.parent().unwrap_or(Path::new(".")).join(i)).or(default_input);
+    let input = file
+        .input
+        .as_deref()
+        .map(|i| path.parent().unwrap_or(Path::new(".")).join(i))
+        .or(default_input);
     let loaded = match &input {
         Some(p) => problems.take(load_input(p)).map(|(doc, sha)| (Some(doc), Some(sha))),
         None => Some((None, None)),
@@ -215,7 +231,11 @@ pub(super) fn load(path: &Path, name: &str, meta: &Meta, default_input: Option<P
     if !problems.0.is_empty() {
         return Err(invalid(path, problems.0.join("; ")));
     }
-    let variant = file.variant.clone().or_else(|| src.meta("variant")).or_else(|| src.name.as_ref().and_then(|p| p.variant.clone()));
+    let variant = file
+        .variant
+        .clone()
+        .or_else(|| src.meta("variant"))
+        .or_else(|| src.name.as_ref().and_then(|p| p.variant.clone()));
     let task = Task {
         name: name.to_string(),
         scenario,
@@ -233,27 +253,45 @@ pub(super) fn load(path: &Path, name: &str, meta: &Meta, default_input: Option<P
         input_doc,
         input_sha,
     };
-    for rule in super::reference::broken_rules(&task, &file.task_id, &file.scenario_id, &file.level) {
-        tracing::warn!("{}: {rule} (the reference's readers would drop or reject it; redjury accepts it)", path.display());
+    for rule in super::reference::broken_rules(&task, &file.task_id, &file.scenario_id, &file.level)
+    {
+        tracing::warn!(
+            "{}: {rule} (the reference's readers would drop or reject it; redjury accepts it)",
+            path.display()
+        );
     }
     Ok(task)
 }
 
 /// The task name's scenario, turn and group must agree with the file; a
 /// string `task_id` must be the name.
-fn agrees_with_name(name: &str, src: &Sources<'_>, turn: Option<u32>, group: Option<&str>, problems: &mut Problems) {
+fn agrees_with_name(
+    name: &str,
+    src: &Sources<'_>,
+    turn: Option<u32>,
+    group: Option<&str>,
+    problems: &mut Problems,
+) {
     if let Some(p) = &src.name {
         if let Some(group) = group.filter(|g| *g != p.group) {
-            problems.push(format!("task name {name} implies input_group {} but the file says {group}", p.group));
+            problems.push(format!(
+                "task name {name} implies input_group {} but the file says {group}",
+                p.group
+            ));
         }
         if let Some(turn) = turn.filter(|t| *t != p.turn) {
-            problems.push(format!("task name {name} implies turn {} but the file says level {turn}", p.turn));
+            problems.push(format!(
+                "task name {name} implies turn {} but the file says level {turn}",
+                p.turn
+            ));
         }
     }
     if let Some(serde_json::Value::String(id)) = &src.file.task_id
         && id != name
     {
-        problems.push(format!("task_id {id:?} contradicts the task's name {name:?} (the file or folder name)"));
+        problems.push(format!(
+            "task_id {id:?} contradicts the task's name {name:?} (the file or folder name)"
+        ));
     }
 }
 
@@ -318,12 +356,17 @@ fn rubrics(path: &Path, items: &[RubricFile], problems: &mut Problems) -> Vec<Ru
 /// Validates rubric number `i` (0-based).
 fn rubric(path: &Path, i: usize, r: &RubricFile) -> Result<Rubric, String> {
     let id = match &r.id {
-        serde_json::Value::String(s) if s.trim().is_empty() => return Err(format!("rubric #{} has an empty id", i + 1)),
+        serde_json::Value::String(s) if s.trim().is_empty() => {
+            return Err(format!("rubric #{} has an empty id", i + 1));
+        }
         serde_json::Value::String(s) => s.trim().to_string(),
         serde_json::Value::Number(n) => n.to_string(),
         _ => return Err(format!("rubric #{} has an id that is not a string", i + 1)),
     };
-    let weight = r.weight.as_i64().ok_or_else(|| format!("rubric {id}: weight must be an integer, got {}", r.weight))?;
+    let weight = r
+        .weight
+        .as_i64()
+        .ok_or_else(|| format!("rubric {id}: weight must be an integer, got {}", r.weight))?;
     if weight == 0 || !(-10..=10).contains(&weight) {
         return Err(format!("rubric {id}: weight {weight} is out of range (−10..10, not 0)"));
     }
@@ -333,10 +376,20 @@ fn rubric(path: &Path, i: usize, r: &RubricFile) -> Result<Rubric, String> {
     let base = path.parent().unwrap_or(Path::new("."));
     let check = match (r.kind.as_deref().map(str::trim), &r.check) {
         (None | Some("llm"), None) => None,
-        (Some("check"), Some(c)) => Some(PreparedCheck::from_json(c, base).map_err(|e| format!("rubric {id}: {e}"))?),
-        (Some("check"), None) => return Err(format!("rubric {id}: kind \"check\" needs a \"check\" object")),
-        (None | Some("llm"), Some(_)) => return Err(format!("rubric {id}: has a \"check\" object but kind is not \"check\"")),
-        (Some(other), _) => return Err(format!("rubric {id}: unknown kind {other:?} (expected \"llm\" or \"check\")")),
+        (Some("check"), Some(c)) => {
+            Some(PreparedCheck::from_json(c, base).map_err(|e| format!("rubric {id}: {e}"))?)
+        }
+        (Some("check"), None) => {
+            return Err(format!("rubric {id}: kind \"check\" needs a \"check\" object"));
+        }
+        (None | Some("llm"), Some(_)) => {
+            return Err(format!("rubric {id}: has a \"check\" object but kind is not \"check\""));
+        }
+        (Some(other), _) => {
+            return Err(format!(
+                "rubric {id}: unknown kind {other:?} (expected \"llm\" or \"check\")"
+            ));
+        }
     };
     Ok(Rubric {
         id,
@@ -362,9 +415,11 @@ fn category(c: Option<&str>) -> String {
 /// and the scope check compare an output with it.
 fn load_input(input: &Path) -> Result<(Arc<crate::docx::Document>, String), String> {
     let limits = crate::docx::Limits::default();
-    let bytes = crate::docx::read_file(input, &limits).map_err(|e| format!("input {}: {e}", input.display()))?;
+    let bytes = crate::docx::read_file(input, &limits)
+        .map_err(|e| format!("input {}: {e}", input.display()))?;
     let sha = crate::hash::sha256_hex_bytes(&bytes);
-    let doc = crate::docx::from_bytes(bytes, limits).map_err(|e| format!("input {}: {e}", input.display()))?;
+    let doc = crate::docx::from_bytes(bytes, limits)
+        .map_err(|e| format!("input {}: {e}", input.display()))?;
     Ok((Arc::new(doc), sha))
 }
 
@@ -377,7 +432,9 @@ pub(super) fn normalise_scenario(v: &serde_json::Value) -> Option<String> {
     };
     let stripped = s.strip_prefix('s').or_else(|| s.strip_prefix('S')).unwrap_or(&s);
     if !stripped.is_empty() && stripped.chars().all(|c| c.is_ascii_digit()) {
-        Some(stripped.trim_start_matches('0').to_string()).filter(|x| !x.is_empty()).or(Some("0".into()))
+        Some(stripped.trim_start_matches('0').to_string())
+            .filter(|x| !x.is_empty())
+            .or(Some("0".into()))
     } else {
         Some(s)
     }

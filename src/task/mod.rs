@@ -17,9 +17,11 @@ pub mod reference;
 
 pub use outputs::{Output, Outputs, find_outputs, unusable_reason};
 
-/// Why tasks or outputs could not be read.
+/// Why tasks or outputs could not be read. The variants' fields are the
+/// parts of their message.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
+#[allow(missing_docs)]
 pub enum TaskError {
     /// A file or folder cannot be read.
     #[error("cannot read {path}: {source}")]
@@ -28,7 +30,9 @@ pub enum TaskError {
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
     /// The folder holds no task.
-    #[error("{dir}: no task files found (expected rubrics/<task>.json files or Harbor task folders with tests/rubrics.json)")]
+    #[error(
+        "{dir}: no task files found (expected rubrics/<task>.json files or Harbor task folders with tests/rubrics.json)"
+    )]
     Empty { dir: PathBuf },
     /// Two files define the same task name.
     #[error("task {name} is defined twice: {first} and {second}")]
@@ -41,17 +45,33 @@ pub enum TaskError {
 /// Which side a task represents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Side {
+    /// The side the reference calls A (in its scenarios, the vendor).
     A,
+    /// The side the reference calls B.
     B,
+}
+
+impl Side {
+    /// "A" or "B".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::A => "A",
+            Side::B => "B",
+        }
+    }
 }
 
 /// One attorney-written criterion.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Rubric {
+    /// The rubric's id, unique in its task.
     pub id: String,
+    /// The PASS/FAIL condition.
     pub criteria: String,
+    /// The attorney's rationale: context for the judge, not graded.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub justification: String,
+    /// The rubric dimension, as written ("Legal correctness").
     pub category: String,
     /// −10..=10, non-zero; negative = penalty for an undesirable edit.
     pub weight: i32,
@@ -90,18 +110,25 @@ pub struct Task {
     pub name: String,
     /// Scenario key, normalised: "s1" and 1 both read as "1".
     pub scenario: String,
+    /// The scenario's name, when the task gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario_label: Option<String>,
+    /// The side this task's output represents.
     pub side: Side,
     /// The negotiation turn (`level`).
     pub turn: u32,
+    /// `s{S}-t{T}-g{NN}`: tasks sharing it have identical model input.
     pub input_group: String,
+    /// The rubric-set variant within the group (a, b, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
+    /// The party this side acts for.
     pub represented_party: String,
+    /// The other party.
     pub counterparty: String,
     /// The tracked-change author the output must use.
     pub author: String,
+    /// The rubric items, judge items and checks alike.
     pub rubrics: Vec<Rubric>,
     /// Where the task was read from.
     #[serde(skip)]
@@ -136,7 +163,10 @@ impl Task {
             scenario_label: None,
             side,
             turn: parsed.as_ref().map(|p| p.turn).unwrap_or(1),
-            input_group: parsed.as_ref().map(|p| p.group.clone()).unwrap_or_else(|| name.to_string()),
+            input_group: parsed
+                .as_ref()
+                .map(|p| p.group.clone())
+                .unwrap_or_else(|| name.to_string()),
             variant: parsed.and_then(|p| p.variant),
             represented_party: us.into(),
             counterparty: them.into(),
@@ -158,9 +188,13 @@ impl Task {
 /// The parts of a task name `redline-s{S}-t{T}-g{NN}{variant}`.
 #[derive(Debug, PartialEq, Eq)]
 pub struct TaskName {
+    /// The scenario number.
     pub scenario: String,
+    /// The turn.
     pub turn: u32,
+    /// `s{S}-t{T}-g{NN}`.
     pub group: String,
+    /// The variant letter(s), if any.
     pub variant: Option<String>,
 }
 
@@ -194,7 +228,11 @@ struct HarborToml {
 
 /// Reads and validates one task file. `name` is the task's name (file stem
 /// or Harbor folder); `meta` fills fields the JSON leaves out.
-pub fn load_task(path: &Path, name: &str, meta: &BTreeMap<String, toml::Value>) -> Result<Task, TaskError> {
+pub fn load_task(
+    path: &Path,
+    name: &str,
+    meta: &BTreeMap<String, toml::Value>,
+) -> Result<Task, TaskError> {
     file::load(path, name, meta, None)
 }
 
@@ -210,15 +248,18 @@ pub fn load_tasks(dir: &Path) -> Result<Vec<Task>, TaskError> {
         tasks.push(load_task(dir, &name, &BTreeMap::new())?);
         return Ok(tasks);
     }
-    let entries = std::fs::read_dir(dir).map_err(|source| TaskError::Io { path: dir.to_path_buf(), source })?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|source| TaskError::Io { path: dir.to_path_buf(), source })?;
     let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
     paths.sort();
     for path in paths {
         match load_entry(&path) {
             Ok(Some(task)) => match tasks.iter().find(|t| t.name == task.name) {
-                Some(first) => {
-                    errors.push(TaskError::Duplicate { name: task.name.clone(), first: first.source.clone(), second: task.source })
-                }
+                Some(first) => errors.push(TaskError::Duplicate {
+                    name: task.name.clone(),
+                    first: first.source.clone(),
+                    second: task.source,
+                }),
                 None => tasks.push(task),
             },
             Ok(None) => {}
@@ -249,7 +290,11 @@ fn load_entry(path: &Path) -> Result<Option<Task>, TaskError> {
         return Ok(None);
     }
     let meta = match std::fs::read_to_string(path.join("task.toml")) {
-        Ok(text) => toml::from_str::<HarborToml>(&text).map_err(|e| file::invalid(&path.join("task.toml"), e.to_string()))?.metadata,
+        Ok(text) => {
+            toml::from_str::<HarborToml>(&text)
+                .map_err(|e| file::invalid(&path.join("task.toml"), e.to_string()))?
+                .metadata
+        }
         Err(_) => BTreeMap::new(),
     };
     let input = Some(path.join("environment/app/contract.docx")).filter(|p| p.is_file());
@@ -283,7 +328,12 @@ mod tests {
     fn task_names() {
         assert_eq!(
             parse_task_name("redline-s1-t2-g01a"),
-            Some(TaskName { scenario: "1".into(), turn: 2, group: "s1-t2-g01".into(), variant: Some("a".into()) })
+            Some(TaskName {
+                scenario: "1".into(),
+                turn: 2,
+                group: "s1-t2-g01".into(),
+                variant: Some("a".into())
+            })
         );
         assert_eq!(parse_task_name("redline-s3-t4-g1").map(|n| n.variant), Some(None));
         assert_eq!(parse_task_name("contract-7"), None);

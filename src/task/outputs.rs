@@ -11,14 +11,18 @@ use super::TaskError;
 /// One output file to score: a trial of a task.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Output {
+    /// The task's name.
     pub task: String,
+    /// The trial ("1" unless the layout names one).
     pub trial: String,
+    /// The file.
     pub path: PathBuf,
 }
 
 /// What output discovery found.
 #[derive(Debug, Default)]
 pub struct Outputs {
+    /// Outputs matched to a task.
     pub found: Vec<Output>,
     /// Output-looking files whose task is not among the tasks loaded.
     pub unmatched: Vec<PathBuf>,
@@ -33,9 +37,13 @@ pub fn unusable_reason(path: &Path) -> Option<String> {
     match ext.as_str() {
         "docx" => None,
         "doc" => Some("a legacy Word 97-2003 .doc: open it in Word and save it as .docx".into()),
-        "docm" | "dotx" | "dotm" => Some(format!("a Word .{ext} file: save it as a Word Document (.docx)")),
+        "docm" | "dotx" | "dotm" => {
+            Some(format!("a Word .{ext} file: save it as a Word Document (.docx)"))
+        }
         "pdf" => Some("a PDF holds no tracked changes: the output must be the .docx itself".into()),
-        "odt" | "fodt" => Some("an OpenDocument text: save it as Word (.docx) with changes still tracked".into()),
+        "odt" | "fodt" => {
+            Some("an OpenDocument text: save it as Word (.docx) with changes still tracked".into())
+        }
         "rtf" => Some("an RTF file: save it as .docx".into()),
         "" => Some("no file extension: outputs must be .docx files".into()),
         other => Some(format!("not a .docx (.{other}): outputs must be Word .docx files")),
@@ -56,8 +64,11 @@ pub fn find_outputs(dir: &Path, task_names: &[String]) -> Result<Outputs, TaskEr
     let known: HashSet<&str> = task_names.iter().map(String::as_str).collect();
     let mut out = Outputs::default();
     let read = |d: &Path| -> Result<Vec<PathBuf>, TaskError> {
-        let mut v: Vec<PathBuf> =
-            std::fs::read_dir(d).map_err(|source| TaskError::Io { path: d.to_path_buf(), source })?.flatten().map(|e| e.path()).collect();
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .map_err(|source| TaskError::Io { path: d.to_path_buf(), source })?
+            .flatten()
+            .map(|e| e.path())
+            .collect();
         v.sort();
         Ok(v)
     };
@@ -72,7 +83,9 @@ pub fn find_outputs(dir: &Path, task_names: &[String]) -> Result<Outputs, TaskEr
         let name = file_name(&p);
         if p.is_file() {
             match (task_stem(&name, &known), unusable_reason(&p)) {
-                (Some(task), None) => out.found.push(Output { task: task.to_string(), trial: "1".into(), path: p }),
+                (Some(task), None) => {
+                    out.found.push(Output { task: task.to_string(), trial: "1".into(), path: p })
+                }
                 (Some(_), Some(why)) => out.unusable.push((p, why)),
                 (None, None) => out.unmatched.push(p),
                 (None, Some(_)) => {}
@@ -91,7 +104,10 @@ pub fn find_outputs(dir: &Path, task_names: &[String]) -> Result<Outputs, TaskEr
             if !is_trial(&trial) {
                 continue;
             }
-            let artifact = ["artifacts/contract.docx", "artifacts/app/contract.docx"].iter().map(|a| trial.join(a)).find(|a| a.is_file());
+            let artifact = ["artifacts/contract.docx", "artifacts/app/contract.docx"]
+                .iter()
+                .map(|a| trial.join(a))
+                .find(|a| a.is_file());
             let Some(artifact) = artifact else {
                 continue;
             };
@@ -126,13 +142,19 @@ pub fn find_outputs(dir: &Path, task_names: &[String]) -> Result<Outputs, TaskEr
 /// A `contract.docx` in `dir` is an output; a `contract.<other>` is
 /// listed as unusable.
 fn contracts_in(dir: &Path, task: &str, trial: &str, out: &mut Outputs) -> Result<(), TaskError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| TaskError::Io { path: dir.to_path_buf(), source })?;
-    let mut contracts: Vec<PathBuf> =
-        entries.flatten().map(|e| e.path()).filter(|p| p.is_file() && p.file_stem().is_some_and(|s| s == "contract")).collect();
+    let entries = std::fs::read_dir(dir)
+        .map_err(|source| TaskError::Io { path: dir.to_path_buf(), source })?;
+    let mut contracts: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.file_stem().is_some_and(|s| s == "contract"))
+        .collect();
     contracts.sort();
     for path in contracts {
         match unusable_reason(&path) {
-            None => out.found.push(Output { task: task.to_string(), trial: trial.to_string(), path }),
+            None => {
+                out.found.push(Output { task: task.to_string(), trial: trial.to_string(), path })
+            }
             Some(why) => out.unusable.push((path, why)),
         }
     }
@@ -152,8 +174,12 @@ fn is_trial(p: &Path) -> bool {
 /// `config.json` `task.name` / the last segment of `task.path`, else the
 /// folder name before `__`.
 fn harbor_task_name(trial: &Path) -> Option<String> {
-    let read_json = |f: &str| -> Option<serde_json::Value> { serde_json::from_str(&std::fs::read_to_string(trial.join(f)).ok()?).ok() };
-    if let Some(name) = read_json("result.json").and_then(|v| v.get("task_name")?.as_str().map(str::to_string)) {
+    let read_json = |f: &str| -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(trial.join(f)).ok()?).ok()
+    };
+    if let Some(name) =
+        read_json("result.json").and_then(|v| v.get("task_name")?.as_str().map(str::to_string))
+    {
         return Some(name);
     }
     if let Some(cfg) = read_json("config.json") {

@@ -11,9 +11,13 @@ pub fn is_reference_name(name: &str) -> bool {
     let Some(rest) = name.strip_prefix("redline-s") else { return false };
     let digits = |s: &str| -> usize { s.bytes().take_while(u8::is_ascii_digit).count() };
     let n = digits(rest);
-    let Some(rest) = rest.get(n..).filter(|_| n > 0).and_then(|r| r.strip_prefix("-t")) else { return false };
+    let Some(rest) = rest.get(n..).filter(|_| n > 0).and_then(|r| r.strip_prefix("-t")) else {
+        return false;
+    };
     let n = digits(rest);
-    let Some(rest) = rest.get(n..).filter(|_| n > 0).and_then(|r| r.strip_prefix("-g")) else { return false };
+    let Some(rest) = rest.get(n..).filter(|_| n > 0).and_then(|r| r.strip_prefix("-g")) else {
+        return false;
+    };
     let n = digits(rest);
     let variant = &rest[n..];
     n > 0 && variant.len() == 1 && variant.bytes().all(|b| b.is_ascii_lowercase())
@@ -42,9 +46,17 @@ pub fn broken_rules(
     if !level.as_ref().and_then(|v| v.as_u64()).is_some_and(|l| (1..=4).contains(&l)) {
         broken.push("level must be an integer from 1 to 4 in the reference schema".into());
     }
-    let uncategorised: Vec<&str> = task.rubrics.iter().filter(|r| r.category == "(uncategorized)").map(|r| r.id.as_str()).collect();
+    let uncategorised: Vec<&str> = task
+        .rubrics
+        .iter()
+        .filter(|r| r.category == "(uncategorized)")
+        .map(|r| r.id.as_str())
+        .collect();
     if !uncategorised.is_empty() {
-        broken.push(format!("rubric(s) {} have no category, which the reference schema requires", uncategorised.join(", ")));
+        broken.push(format!(
+            "rubric(s) {} have no category, which the reference schema requires",
+            uncategorised.join(", ")
+        ));
     }
     broken
 }

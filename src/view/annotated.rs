@@ -12,7 +12,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
-use crate::docx::{Block, CarriedOver, Comment, Document, Inline, Paragraph, RevisionKind, Span, StoryKind, Table};
+use crate::docx::{
+    Block, CarriedOver, Comment, Document, Inline, Paragraph, RevisionKind, Span, StoryKind, Table,
+};
 
 /// The version of the annotated view's output. Bump it whenever the output
 /// for a given document changes: it keys the render cache, so a stale view
@@ -127,7 +129,9 @@ pub fn escape(text: &str) -> String {
             }
             // Every character that starts a new line: a document cannot
             // fake a line of the view (an id, an appendix entry, a table row).
-            '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}' => out.push_str(" ↵ "),
+            '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(" ↵ ")
+            }
             _ => out.push(c),
         }
     }
@@ -182,7 +186,9 @@ impl<'d> Renderer<'d> {
             } else {
                 let _ = write!(out, "{{@{author} changed {subject}: {}}}", escape(&changed));
             }
-            self.count(self.bucket(rev), |c| if r.kind.is_property() { c.properties += 1 } else { c.formatting += 1 });
+            self.count(self.bucket(rev), |c| {
+                if r.kind.is_property() { c.properties += 1 } else { c.formatting += 1 }
+            });
             tags.push(out);
         }
         tags.join(" ")
@@ -194,7 +200,9 @@ impl<'d> Renderer<'d> {
         let mut drop_cap = String::new();
         for block in &self.doc.body {
             match block {
-                Block::Paragraph(p) if p.drop_cap => drop_cap.push_str(&self.paragraph(p, Label::IfAny, Mark::Shown)),
+                Block::Paragraph(p) if p.drop_cap => {
+                    drop_cap.push_str(&self.paragraph(p, Label::IfAny, Mark::Shown))
+                }
                 Block::Paragraph(p) => {
                     let id = match p.body_index {
                         Some(i) => {
@@ -298,7 +306,11 @@ impl<'d> Renderer<'d> {
         for (bi, block) in cell.blocks.iter().enumerate() {
             match block {
                 Block::Paragraph(p) => {
-                    let text = self.paragraph(p, Label::IfAny, if bi == last { Mark::Hidden } else { Mark::Shown });
+                    let text = self.paragraph(
+                        p,
+                        Label::IfAny,
+                        if bi == last { Mark::Hidden } else { Mark::Shown },
+                    );
                     if !text.trim().is_empty() {
                         parts.push(text);
                     }
@@ -363,7 +375,9 @@ impl<'d> Renderer<'d> {
                     self.span(&mut line, span, next);
                 }
                 Inline::CommentEnd { id } | Inline::CommentRef { id } => {
-                    if self.comment_index.contains_key(id.as_str()) && self.comment_marks.insert(id.as_str()) {
+                    if self.comment_index.contains_key(id.as_str())
+                        && self.comment_marks.insert(id.as_str())
+                    {
                         let _ = write!(line, "{{cmt-{}}}", escape(id));
                     }
                 }
@@ -411,12 +425,18 @@ impl<'d> Renderer<'d> {
             (None, None) => {
                 line.push_str(&text);
                 if let Some(rev) = span.format {
-                    let changed = self.doc.revisions.get(rev).map(|r| r.changed.join(", ")).unwrap_or_default();
+                    let changed = self
+                        .doc
+                        .revisions
+                        .get(rev)
+                        .map(|r| r.changed.join(", "))
+                        .unwrap_or_default();
                     let author = self.who(rev);
                     if changed.is_empty() {
                         let _ = write!(line, "{{@{author} changed formatting}}");
                     } else {
-                        let _ = write!(line, "{{@{author} changed formatting: {}}}", escape(&changed));
+                        let _ =
+                            write!(line, "{{@{author} changed formatting: {}}}", escape(&changed));
                     }
                     self.count(self.bucket(rev), |c| c.formatting += 1);
                 }
@@ -442,11 +462,18 @@ impl<'d> Renderer<'d> {
                     let n_rev = n.inserted.xor(n.deleted);
                     let Some(n_rev) = n_rev else { return false };
                     let n_kind = self.doc.revisions.get(n_rev).map(|r| r.kind);
-                    let same_author = self.doc.revisions.get(n_rev).map(|r| r.author.clone()) == Some(author.clone())
+                    let same_author = self.doc.revisions.get(n_rev).map(|r| r.author.clone())
+                        == Some(author.clone())
                         && self.carried.revision(n_rev) == self.carried.revision(rev);
-                    let plain_kinds = matches!(kind, Some(RevisionKind::Insertion | RevisionKind::Deletion))
-                        && matches!(n_kind, Some(RevisionKind::Insertion | RevisionKind::Deletion));
-                    same_author && plain_kinds && (n_kind == kind || (!inserted && n.inserted.is_some()))
+                    let plain_kinds =
+                        matches!(kind, Some(RevisionKind::Insertion | RevisionKind::Deletion))
+                            && matches!(
+                                n_kind,
+                                Some(RevisionKind::Insertion | RevisionKind::Deletion)
+                            );
+                    same_author
+                        && plain_kinds
+                        && (n_kind == kind || (!inserted && n.inserted.is_some()))
                 });
                 if let Some(kind) = kind {
                     self.group.push(kind);
@@ -487,7 +514,10 @@ impl<'d> Renderer<'d> {
                 note_number += 1;
                 let id = match kind {
                     StoryKind::Footnote => format!("{prefix}-{note_number}"),
-                    StoryKind::Endnote => format!("{prefix}-{}", crate::docx::format_list_number("lowerRoman", i64::from(note_number))),
+                    StoryKind::Endnote => format!(
+                        "{prefix}-{}",
+                        crate::docx::format_list_number("lowerRoman", i64::from(note_number))
+                    ),
                     _ => format!("{prefix} {}", story.id.rsplit('/').next().unwrap_or(&story.id)),
                 };
                 let mut lines = Vec::new();
@@ -523,7 +553,11 @@ impl<'d> Renderer<'d> {
         self.out.push_str("\n## Comments\n\n");
         let doc = self.doc;
         let is_known = |id: &str| self.comment_index.contains_key(id);
-        let roots: Vec<&Comment> = doc.comments.iter().filter(|c| c.parent.as_deref().is_none_or(|p| !is_known(p))).collect();
+        let roots: Vec<&Comment> = doc
+            .comments
+            .iter()
+            .filter(|c| c.parent.as_deref().is_none_or(|p| !is_known(p)))
+            .collect();
         let mut replies: HashMap<&str, Vec<&'d Comment>> = HashMap::new();
         for c in &doc.comments {
             if let Some(parent) = c.parent.as_deref() {
@@ -542,7 +576,13 @@ impl<'d> Renderer<'d> {
         }
     }
 
-    fn comment_thread(&mut self, c: &'d Comment, depth: usize, replies: &HashMap<&str, Vec<&'d Comment>>, printed: &mut HashSet<&'d str>) {
+    fn comment_thread(
+        &mut self,
+        c: &'d Comment,
+        depth: usize,
+        replies: &HashMap<&str, Vec<&'d Comment>>,
+        printed: &mut HashSet<&'d str>,
+    ) {
         if !printed.insert(c.id.as_str()) || depth > 16 {
             return;
         }
@@ -554,8 +594,10 @@ impl<'d> Renderer<'d> {
 
     fn comment_line(&mut self, c: &'d Comment, depth: usize) {
         let author = c.author.clone().unwrap_or_else(|| "unknown author".into());
-        let earlier = self.comment_index.get(c.id.as_str()).is_some_and(|&i| self.carried.comment(i));
-        let mut line = format!("{}{{cmt-{}}} @{}", "  ".repeat(depth), escape(&c.id), escape(&author));
+        let earlier =
+            self.comment_index.get(c.id.as_str()).is_some_and(|&i| self.carried.comment(i));
+        let mut line =
+            format!("{}{{cmt-{}}} @{}", "  ".repeat(depth), escape(&c.id), escape(&author));
         if earlier {
             line.push_str(", earlier round");
         }
@@ -626,7 +668,9 @@ fn anchors_with_markup<'d>(doc: &'d Document) -> HashMap<&'d str, String> {
     let mut visit = |p: &'d Paragraph| {
         for inline in &p.inlines {
             match inline {
-                Inline::Text(s) => spans.push((s.text.as_str(), s.inserted.is_some(), s.deleted.is_some())),
+                Inline::Text(s) => {
+                    spans.push((s.text.as_str(), s.inserted.is_some(), s.deleted.is_some()))
+                }
                 Inline::CommentStart { id } => {
                     start.entry(id.as_str()).or_insert(spans.len());
                 }

@@ -18,7 +18,9 @@ use crate::docx::{Document, State};
 #[serde(rename_all = "snake_case")]
 pub enum JudgeView {
     #[default]
+    /// The annotated view (authors, labels, all change kinds).
     Annotated,
+    /// The reference's view.
     Reference,
 }
 
@@ -35,11 +37,15 @@ impl JudgeView {
 /// The views `redjury render` offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ViewKind {
+    /// The annotated view.
     Annotated,
     /// The reference's view (no authors, labels or redjury extensions).
     Reference,
+    /// Text with every change accepted.
     Accepted,
+    /// Text with every change rejected.
     Rejected,
+    /// The document model as JSON.
     Json,
 }
 

@@ -60,7 +60,11 @@ fn push_blocks_with(blocks: &[Block], state: State, labels: Labels, out: &mut Ve
                 let mut text = carry.take().unwrap_or_default();
                 text.push_str(&paragraph_text(p, state));
                 if p.mark_present(state) && !p.drop_cap {
-                    out.push(if labels == Labels::Shown { with_label(p.label_in(state), text) } else { text });
+                    out.push(if labels == Labels::Shown {
+                        with_label(p.label_in(state), text)
+                    } else {
+                        text
+                    });
                 } else {
                     carry = Some(text);
                 }

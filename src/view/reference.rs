@@ -72,7 +72,9 @@ fn paragraph(p: &Paragraph) -> String {
                     (None, None) => line.push_str(&text),
                 }
             }
-            Inline::CommentEnd { id } | Inline::CommentRef { id } if !line.contains(&format!("{{cmt-{}}}", escape(id))) => {
+            Inline::CommentEnd { id } | Inline::CommentRef { id }
+                if !line.contains(&format!("{{cmt-{}}}", escape(id))) =>
+            {
                 let _ = write!(line, "{{cmt-{}}}", escape(id));
             }
             _ => {}
@@ -113,6 +115,9 @@ mod tests {
             ..Default::default()
         };
         let v = render(&doc, "t");
-        assert_eq!(v, "# t\n\n[p-003] Cap: ~~100%~~++150%++{cmt-2}\n\n## Comments\n\n{cmt-2}: Too low.\n");
+        assert_eq!(
+            v,
+            "# t\n\n[p-003] Cap: ~~100%~~++150%++{cmt-2}\n\n## Comments\n\n{cmt-2}: Too low.\n"
+        );
     }
 }

@@ -20,7 +20,8 @@ pub fn root() -> PathBuf {
 pub fn gold_verdicts() -> BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> {
     let mut out = BTreeMap::new();
     for entry in std::fs::read_dir(root().join("gold/verdicts")).expect("gold/verdicts").flatten() {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(entry.path()).expect("read")).expect("json");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(entry.path()).expect("read"))
+            .expect("json");
         let task = v["task_id"].as_str().expect("task_id").to_string();
         let mut kinds = BTreeMap::new();
         for (kind, rubrics) in v["outputs"].as_object().expect("outputs") {
@@ -48,11 +49,20 @@ pub fn stand_in(provider: &'static str, kind: &'static str) -> Handler {
         let task = doc
             .split("redline-")
             .nth(1)
-            .map(|s| format!("redline-{}", s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).next().unwrap_or("")))
+            .map(|s| {
+                format!(
+                    "redline-{}",
+                    s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                        .next()
+                        .unwrap_or("")
+                )
+            })
             .unwrap_or_default();
         let table = verdicts.get(&task).and_then(|k| k.get(kind)).cloned().unwrap_or_default();
         let ids = req.rubric_ids();
-        let text = verdicts_json(&ids, &|id| if table.get(id).map(String::as_str) == Some("PASS") { "PASS" } else { "FAIL" });
+        let text = verdicts_json(&ids, &|id| {
+            if table.get(id).map(String::as_str) == Some("PASS") { "PASS" } else { "FAIL" }
+        });
         ok(success_body(provider, &text))
     })
 }
@@ -80,7 +90,13 @@ impl Judges {
         };
         let text = format!(
             "[vote]\nquorum = 2\n\n{}{}{}",
-            judge("gpt", "openai", format!("{}/v1", self.openai.url()), "gpt-test", "E2E_OPENAI_KEY"),
+            judge(
+                "gpt",
+                "openai",
+                format!("{}/v1", self.openai.url()),
+                "gpt-test",
+                "E2E_OPENAI_KEY"
+            ),
             judge("claude", "anthropic", self.anthropic.url(), "claude-test", "E2E_ANTHROPIC_KEY"),
             judge("gemini", "gemini", self.gemini.url(), gemini_model, "E2E_GEMINI_KEY"),
         );
@@ -90,7 +106,11 @@ impl Judges {
     }
 
     pub fn counts(&self) -> [usize; 3] {
-        [self.openai.requests().len(), self.anthropic.requests().len(), self.gemini.requests().len()]
+        [
+            self.openai.requests().len(),
+            self.anthropic.requests().len(),
+            self.gemini.requests().len(),
+        ]
     }
 }
 
@@ -107,7 +127,8 @@ pub async fn redjury(args: Vec<String>, keys: bool) -> (i32, String, String) {
 
 /// Runs the binary in `dir`; `keys` sets the three E2E key variables.
 pub async fn redjury_at(dir: &Path, args: Vec<String>, keys: bool) -> (i32, String, String) {
-    let keys: &[&str] = if keys { &["E2E_OPENAI_KEY", "E2E_ANTHROPIC_KEY", "E2E_GEMINI_KEY"] } else { &[] };
+    let keys: &[&str] =
+        if keys { &["E2E_OPENAI_KEY", "E2E_ANTHROPIC_KEY", "E2E_GEMINI_KEY"] } else { &[] };
     redjury_with(dir, args, keys).await
 }
 
@@ -127,7 +148,11 @@ pub async fn redjury_with(dir: &Path, args: Vec<String>, keys: &[&str]) -> (i32,
             }
         }
         let out = cmd.output().expect("run redjury");
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
     })
     .await
     .expect("join")
@@ -159,7 +184,8 @@ pub fn score_args(outputs: &str, panel: &Path, out: &Path, cache: &Path) -> Vec<
 }
 
 pub fn summary(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json")).expect("json")
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json"))
+        .expect("json")
 }
 
 pub fn results(dir: &Path) -> Vec<Value> {

@@ -60,7 +60,11 @@ pub fn ok(body: String) -> Action {
 }
 
 pub fn status(code: u16, headers: &[(&str, &str)], body: &str) -> Action {
-    Action::Respond { status: code, headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(), body: body.to_string() }
+    Action::Respond {
+        status: code,
+        headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        body: body.to_string(),
+    }
 }
 
 pub type Handler = Arc<dyn Fn(&Recorded, usize) -> Action + Send + Sync>;
@@ -91,21 +95,29 @@ impl MockServer {
                         };
                         match handler(&req, index) {
                             Action::Respond { status, headers, body } => {
-                                let mut head =
-                                    format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n", body.len());
+                                let mut head = format!(
+                                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+                                    body.len()
+                                );
                                 for (k, v) in headers {
                                     head.push_str(&format!("{k}: {v}\r\n"));
                                 }
                                 head.push_str("\r\n");
-                                if socket.write_all(head.as_bytes()).await.is_err() || socket.write_all(body.as_bytes()).await.is_err() {
+                                if socket.write_all(head.as_bytes()).await.is_err()
+                                    || socket.write_all(body.as_bytes()).await.is_err()
+                                {
                                     return;
                                 }
                             }
                             Action::Later(d, body) | Action::StatusLater(d, 200, body) => {
                                 tokio::time::sleep(d).await;
-                                let head =
-                                    format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
-                                if socket.write_all(head.as_bytes()).await.is_err() || socket.write_all(body.as_bytes()).await.is_err() {
+                                let head = format!(
+                                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                                    body.len()
+                                );
+                                if socket.write_all(head.as_bytes()).await.is_err()
+                                    || socket.write_all(body.as_bytes()).await.is_err()
+                                {
                                     return;
                                 }
                             }
@@ -115,7 +127,9 @@ impl MockServer {
                                     "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
                                     body.len()
                                 );
-                                if socket.write_all(head.as_bytes()).await.is_err() || socket.write_all(body.as_bytes()).await.is_err() {
+                                if socket.write_all(head.as_bytes()).await.is_err()
+                                    || socket.write_all(body.as_bytes()).await.is_err()
+                                {
                                     return;
                                 }
                             }
@@ -159,9 +173,16 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Recorded> {
     let mut first = lines.next()?.split(' ');
     let method = first.next()?.to_string();
     let path = first.next()?.to_string();
-    let headers: Vec<(String, String)> =
-        lines.filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))).collect();
-    let len: usize = headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| {
+            l.split_once(':').map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        })
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
     let mut body = buf[header_end + 4..].to_vec();
     while body.len() < len {
         let n = socket.read(&mut chunk).await.ok()?;
@@ -170,7 +191,13 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Recorded> {
         }
         body.extend_from_slice(&chunk[..n]);
     }
-    Some(Recorded { method, path, headers, body: String::from_utf8_lossy(&body).to_string(), at: Instant::now() })
+    Some(Recorded {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).to_string(),
+        at: Instant::now(),
+    })
 }
 
 /// A verdicts JSON object for these ids.
@@ -215,6 +242,9 @@ pub fn success_body(provider: &str, text: &str) -> String {
 pub fn answering(provider: &'static str, pass: &'static [&'static str]) -> Handler {
     Arc::new(move |req: &Recorded, _| {
         let ids = req.rubric_ids();
-        ok(success_body(provider, &verdicts_json(&ids, &|id| if pass.contains(&id) { "PASS" } else { "FAIL" })))
+        ok(success_body(
+            provider,
+            &verdicts_json(&ids, &|id| if pass.contains(&id) { "PASS" } else { "FAIL" }),
+        ))
     })
 }

@@ -44,17 +44,29 @@ impl Docx {
         let ns = ns_decls(w);
         let mut parts: Vec<(String, String)> = Vec::new();
         let mut rels = String::new();
-        let mut add = |name: &str, kind: &str, root: &str, content: &Option<String>, parts: &mut Vec<(String, String)>| {
+        let mut add = |name: &str,
+                       kind: &str,
+                       root: &str,
+                       content: &Option<String>,
+                       parts: &mut Vec<(String, String)>| {
             if let Some(c) = content {
                 parts.push((
                     format!("word/{name}"),
                     format!(r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><{root} {ns}>{c}</{root}>"#),
                 ));
-                rels.push_str(&format!(r#"<Relationship Id="r{name}" Type="{REL}/{kind}" Target="{name}"/>"#));
+                rels.push_str(&format!(
+                    r#"<Relationship Id="r{name}" Type="{REL}/{kind}" Target="{name}"/>"#
+                ));
             }
         };
         add("comments.xml", "comments", "w:comments", &self.comments, &mut parts);
-        add("commentsExtended.xml", "commentsExtended", "w15:commentsEx", &self.comments_extended, &mut parts);
+        add(
+            "commentsExtended.xml",
+            "commentsExtended",
+            "w15:commentsEx",
+            &self.comments_extended,
+            &mut parts,
+        );
         add("people.xml", "people", "w15:people", &self.people, &mut parts);
         add("numbering.xml", "numbering", "w:numbering", &self.numbering, &mut parts);
         add("styles.xml", "styles", "w:styles", &self.styles, &mut parts);
@@ -84,7 +96,8 @@ pub fn zip_files(files: &[(&str, &[u8])]) -> Vec<u8> {
     let mut out = std::io::Cursor::new(Vec::new());
     {
         let mut zip = zip::ZipWriter::new(&mut out);
-        let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        let options =
+            SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
         for (name, content) in files {
             zip.start_file(*name, options).expect("zip entry");
             zip.write_all(content).expect("zip write");
@@ -117,7 +130,9 @@ pub fn run(text: &str) -> String {
 
 /// A numbered paragraph (numId, ilvl).
 pub fn np(num: u32, lvl: u32, inner: &str) -> String {
-    format!(r#"<w:p><w:pPr><w:numPr><w:ilvl w:val="{lvl}"/><w:numId w:val="{num}"/></w:numPr></w:pPr>{inner}</w:p>"#)
+    format!(
+        r#"<w:p><w:pPr><w:numPr><w:ilvl w:val="{lvl}"/><w:numId w:val="{num}"/></w:numPr></w:pPr>{inner}</w:p>"#
+    )
 }
 
 /// Contract-style numbering: abstractNum 1 with "%1." / "%1.%2" / "(%3)", used by numId 1.
@@ -145,6 +160,9 @@ pub fn shared_corpus(test: &str) -> Option<std::path::PathBuf> {
         "{test}: the shared corpus is not at {} (REDJURY_REQUIRE_CORPUS is set)",
         dir.display()
     );
-    eprintln!("SKIPPED {test}: the shared corpus of Word-made files is not at {}; set REDJURY_CORPUS to its path to run it", dir.display());
+    eprintln!(
+        "SKIPPED {test}: the shared corpus of Word-made files is not at {}; set REDJURY_CORPUS to its path to run it",
+        dir.display()
+    );
     None
 }

@@ -37,7 +37,11 @@ pub(crate) fn body(judge: &JudgeConfig, prompt: &Prompt) -> Value {
     body
 }
 
-pub(super) fn request(judge: &JudgeConfig, key: Option<&str>, prompt: &Prompt) -> (String, Vec<(&'static str, String)>, Value) {
+pub(super) fn request(
+    judge: &JudgeConfig,
+    key: Option<&str>,
+    prompt: &Prompt,
+) -> (String, Vec<(&'static str, String)>, Value) {
     let mut headers = vec![("anthropic-version", judge.anthropic_version.clone())];
     if let Some(k) = key {
         headers.push(("authorization", format!("Bearer {k}")));
@@ -46,19 +50,32 @@ pub(super) fn request(judge: &JudgeConfig, key: Option<&str>, prompt: &Prompt) -
 }
 
 pub(super) fn parse(v: &Value) -> Result<Reply, Unusable> {
-    let (read, write) = (u(v, "/usage/cache_read_input_tokens"), u(v, "/usage/cache_creation_input_tokens"));
-    let usage =
-        Usage { input: u(v, "/usage/input_tokens") + write + read, output: u(v, "/usage/output_tokens"), cached: read, cache_write: write };
+    let (read, write) =
+        (u(v, "/usage/cache_read_input_tokens"), u(v, "/usage/cache_creation_input_tokens"));
+    let usage = Usage {
+        input: u(v, "/usage/input_tokens") + write + read,
+        output: u(v, "/usage/output_tokens"),
+        cached: read,
+        cache_write: write,
+    };
     match v.get("stop_reason").and_then(Value::as_str).unwrap_or("") {
         "refusal" => {
-            let why = v.pointer("/stop_details/explanation").and_then(Value::as_str).unwrap_or("no explanation given");
+            let why = v
+                .pointer("/stop_details/explanation")
+                .and_then(Value::as_str)
+                .unwrap_or("no explanation given");
             return Ok(Reply::Declined { reason: format!("refused: {why}"), usage });
         }
         // A partial tool input is not an answer, however plausible.
         reason @ ("max_tokens" | "model_context_window_exceeded") => {
-            return Err(Unusable::new(format!("truncated: the reply stopped at {reason:?} before it was complete"), usage));
+            return Err(Unusable::new(
+                format!("truncated: the reply stopped at {reason:?} before it was complete"),
+                usage,
+            ));
         }
-        "pause_turn" => return Err(Unusable::new("the model paused its turn before answering", usage)),
+        "pause_turn" => {
+            return Err(Unusable::new("the model paused its turn before answering", usage));
+        }
         _ => {}
     }
     let Some(blocks) = v.get("content").and_then(Value::as_array) else {
@@ -82,7 +99,10 @@ pub(super) fn parse(v: &Value) -> Result<Reply, Unusable> {
 /// Anthropic's error types for a bad key, no access, no model or no credit.
 pub(super) fn judge_down(v: &Value) -> bool {
     let kind = v.pointer("/error/type").and_then(Value::as_str).unwrap_or("");
-    matches!(kind, "authentication_error" | "permission_error" | "not_found_error" | "billing_error")
+    matches!(
+        kind,
+        "authentication_error" | "permission_error" | "not_found_error" | "billing_error"
+    )
 }
 
 #[cfg(test)]
@@ -100,7 +120,10 @@ mod tests {
         );
         assert_eq!(
             r,
-            Ok(Reply::Text { text: r#"{"verdicts":[]}"#.into(), usage: Usage { input: 2037, output: 48, cached: 2011, cache_write: 5 } })
+            Ok(Reply::Text {
+                text: r#"{"verdicts":[]}"#.into(),
+                usage: Usage { input: 2037, output: 48, cached: 2011, cache_write: 5 }
+            })
         );
     }
 

@@ -22,7 +22,12 @@ fn gemini_schema(schema: &Value) -> Value {
                 out.insert(k.clone(), Value::String(t.to_uppercase()));
             }
             ("properties", Value::Object(props)) => {
-                out.insert(k.clone(), Value::Object(props.iter().map(|(p, s)| (p.clone(), gemini_schema(s))).collect()));
+                out.insert(
+                    k.clone(),
+                    Value::Object(
+                        props.iter().map(|(p, s)| (p.clone(), gemini_schema(s))).collect(),
+                    ),
+                );
             }
             _ => {
                 out.insert(k.clone(), gemini_schema(v));
@@ -52,15 +57,24 @@ pub(crate) fn body(judge: &JudgeConfig, prompt: &Prompt) -> Value {
     })
 }
 
-pub(super) fn request(judge: &JudgeConfig, key: Option<&str>, prompt: &Prompt) -> (String, Vec<(&'static str, String)>, Value) {
+pub(super) fn request(
+    judge: &JudgeConfig,
+    key: Option<&str>,
+    prompt: &Prompt,
+) -> (String, Vec<(&'static str, String)>, Value) {
     let headers = key.map(|k| vec![("x-goog-api-key", k.to_string())]).unwrap_or_default();
-    (format!("{}/v1/models/{}:generateContent", judge.base_url, judge.model), headers, body(judge, prompt))
+    (
+        format!("{}/v1/models/{}:generateContent", judge.base_url, judge.model),
+        headers,
+        body(judge, prompt),
+    )
 }
 
 pub(crate) fn parse(v: &Value) -> Result<Reply, Unusable> {
     let usage = Usage {
         input: u(v, "/usageMetadata/promptTokenCount"),
-        output: u(v, "/usageMetadata/candidatesTokenCount") + u(v, "/usageMetadata/thoughtsTokenCount"),
+        output: u(v, "/usageMetadata/candidatesTokenCount")
+            + u(v, "/usageMetadata/thoughtsTokenCount"),
         cached: u(v, "/usageMetadata/cachedContentTokenCount"),
         cache_write: 0,
     };
@@ -74,13 +88,17 @@ pub(crate) fn parse(v: &Value) -> Result<Reply, Unusable> {
     };
     let finish = candidate.get("finishReason").and_then(Value::as_str).unwrap_or("");
     if finish == "MAX_TOKENS" {
-        return Err(Unusable::new("truncated: the reply reached max_output_tokens (finishReason MAX_TOKENS)", usage));
+        return Err(Unusable::new(
+            "truncated: the reply reached max_output_tokens (finishReason MAX_TOKENS)",
+            usage,
+        ));
     }
     let text: String = candidate
         .pointer("/content/parts")
         .and_then(Value::as_array)
         .map(|parts| {
-            let answer = parts.iter().filter(|p| p.get("thought").and_then(Value::as_bool) != Some(true));
+            let answer =
+                parts.iter().filter(|p| p.get("thought").and_then(Value::as_bool) != Some(true));
             answer.filter_map(|p| p.get("text").and_then(Value::as_str)).collect()
         })
         .unwrap_or_default();
@@ -88,7 +106,8 @@ pub(crate) fn parse(v: &Value) -> Result<Reply, Unusable> {
         return Ok(Reply::Text { text, usage });
     }
     match finish {
-        "SAFETY" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "RECITATION" | "MODEL_ARMOR" | "IMAGE_SAFETY" => {
+        "SAFETY" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "RECITATION" | "MODEL_ARMOR"
+        | "IMAGE_SAFETY" => {
             Ok(Reply::Declined { reason: format!("candidate blocked ({finish})"), usage })
         }
         _ => Err(Unusable::new(format!("empty candidate (finishReason {finish:?})"), usage)),
@@ -99,16 +118,30 @@ pub(crate) fn parse(v: &Value) -> Result<Reply, Unusable> {
 /// Gemini answers a bad key with 400 `API_KEY_INVALID`.
 pub(super) fn judge_down(v: &Value) -> bool {
     let status = v.pointer("/error/status").and_then(Value::as_str).unwrap_or("");
-    let reasons = v.pointer("/error/details").and_then(Value::as_array).into_iter().flatten().filter_map(|d| d.get("reason")?.as_str());
+    let reasons = v
+        .pointer("/error/details")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.get("reason")?.as_str());
     let bad_reason = reasons.into_iter().any(|r| {
         r.starts_with("API_KEY_")
             || matches!(
                 r,
-                "SERVICE_DISABLED" | "CONSUMER_SUSPENDED" | "BILLING_DISABLED" | "ACCESS_TOKEN_EXPIRED" | "ACCESS_TOKEN_TYPE_UNSUPPORTED"
+                "SERVICE_DISABLED"
+                    | "CONSUMER_SUSPENDED"
+                    | "BILLING_DISABLED"
+                    | "ACCESS_TOKEN_EXPIRED"
+                    | "ACCESS_TOKEN_TYPE_UNSUPPORTED"
             )
     });
-    let unsupported = v.pointer("/error/message").and_then(Value::as_str).is_some_and(|m| m.contains("location is not supported"));
-    bad_reason || unsupported || matches!(status, "UNAUTHENTICATED" | "PERMISSION_DENIED" | "NOT_FOUND")
+    let unsupported = v
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .is_some_and(|m| m.contains("location is not supported"));
+    bad_reason
+        || unsupported
+        || matches!(status, "UNAUTHENTICATED" | "PERMISSION_DENIED" | "NOT_FOUND")
 }
 
 #[cfg(test)]
@@ -126,7 +159,10 @@ mod tests {
         );
         assert_eq!(
             r,
-            Ok(Reply::Text { text: r#"{"verdicts":[]}"#.into(), usage: Usage { input: 4200, output: 70, cached: 4096, cache_write: 0 } })
+            Ok(Reply::Text {
+                text: r#"{"verdicts":[]}"#.into(),
+                usage: Usage { input: 4200, output: 70, cached: 4096, cache_write: 0 }
+            })
         );
     }
 
@@ -144,7 +180,11 @@ mod tests {
         let e = cut.err().map(|e| (e.message, e.usage.output)).unwrap_or_default();
         assert!(e.0.starts_with("truncated") && e.1 == 8192, "{e:?}");
         let empty = parsed(r#"{"usageMetadata":{"promptTokenCount":900}}"#);
-        assert_eq!(empty.err().map(|e| e.usage.input), Some(900), "an empty reply's prompt tokens are billed");
+        assert_eq!(
+            empty.err().map(|e| e.usage.input),
+            Some(900),
+            "an empty reply's prompt tokens are billed"
+        );
     }
 
     #[test]
@@ -153,7 +193,10 @@ mod tests {
         assert_eq!(g["type"], "OBJECT");
         assert_eq!(g["propertyOrdering"], json!(["verdicts"]));
         let item = &g["properties"]["verdicts"]["items"];
-        assert_eq!(item["properties"]["verdict"], json!({"type": "STRING", "enum": ["PASS", "FAIL"]}));
+        assert_eq!(
+            item["properties"]["verdict"],
+            json!({"type": "STRING", "enum": ["PASS", "FAIL"]})
+        );
         assert!(!g.to_string().contains("additionalProperties"));
     }
 }

@@ -22,10 +22,22 @@ use crate::prompt::Prompt;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     /// Text to parse for verdicts (a JSON object, possibly wrapped).
-    Text { text: String, usage: Usage },
+    /// Text to parse for verdicts (a JSON object, possibly wrapped).
+    Text {
+        /// The text.
+        text: String,
+        /// What it was billed.
+        usage: Usage,
+    },
     /// The provider answered but declined: a refusal or a safety block.
     /// The judge abstains on every rubric with this reason.
-    Declined { reason: String, usage: Usage },
+    /// The provider answered but declined: a refusal or a safety block.
+    Declined {
+        /// Why, as the provider said.
+        reason: String,
+        /// What it was billed.
+        usage: Usage,
+    },
 }
 
 /// A 2xx reply that holds no usable answer (truncated, empty, not the
@@ -33,7 +45,9 @@ pub enum Reply {
 /// tokens were billed all the same.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unusable {
+    /// Why the reply cannot be used.
     pub message: String,
+    /// What it was billed.
     pub usage: Usage,
 }
 
@@ -58,8 +72,11 @@ pub enum ErrorClass {
 /// An HTTP request, ready to send. The body is serialised once, here, and
 /// `content-type` is among the headers exactly once.
 pub struct Request {
+    /// Where to send it.
     pub url: String,
+    /// Its headers, the key's among them.
     pub headers: Vec<(&'static str, String)>,
+    /// The serialised body.
     pub body: Vec<u8>,
 }
 
@@ -107,7 +124,8 @@ pub fn build(judge: &JudgeConfig, key: Option<&str>, prompt: &Prompt) -> Request
 
 /// Parses a 2xx body.
 pub fn parse(provider: Provider, body: &str) -> Result<Reply, Unusable> {
-    let v: Value = serde_json::from_str(body).map_err(|e| Unusable::new(format!("response body is not JSON ({e})"), Usage::default()))?;
+    let v: Value = serde_json::from_str(body)
+        .map_err(|e| Unusable::new(format!("response body is not JSON ({e})"), Usage::default()))?;
     match provider {
         Provider::Openai => openai::parse(&v),
         Provider::Anthropic => anthropic::parse(&v),
@@ -169,7 +187,10 @@ mod tests {
     fn content_type_is_sent_once_and_the_key_only_in_its_header() {
         for provider in [Provider::Openai, Provider::Anthropic, Provider::Gemini] {
             let r = build(&config(provider), Some("sk-SECRET"), &prompt());
-            assert_eq!(r.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case("content-type")).count(), 1);
+            assert_eq!(
+                r.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case("content-type")).count(),
+                1
+            );
             assert_eq!(r.headers.iter().filter(|(_, v)| v.contains("sk-SECRET")).count(), 1);
             assert!(!String::from_utf8_lossy(&r.body).contains("sk-SECRET"));
             assert!(!r.url.contains("sk-SECRET"));
@@ -181,12 +202,28 @@ mod tests {
     #[test]
     fn every_provider_gets_the_schema_properties_in_one_order() {
         let order = ["rubric_id", "justification", "verdict"];
-        let keys = |v: &Value| -> Vec<String> { v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default() };
-        let body = |p| -> Value { serde_json::from_slice(&build(&config(p), Some("k"), &prompt()).body).unwrap_or(Value::Null) };
+        let keys = |v: &Value| -> Vec<String> {
+            v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
+        };
+        let body = |p| -> Value {
+            serde_json::from_slice(&build(&config(p), Some("k"), &prompt()).body)
+                .unwrap_or(Value::Null)
+        };
         let openai = body(Provider::Openai);
-        assert_eq!(keys(&openai["response_format"]["json_schema"]["schema"]["properties"]["verdicts"]["items"]["properties"]), order);
+        assert_eq!(
+            keys(
+                &openai["response_format"]["json_schema"]["schema"]["properties"]["verdicts"]["items"]
+                    ["properties"]
+            ),
+            order
+        );
         let claude = body(Provider::Anthropic);
-        assert_eq!(keys(&claude["tools"][0]["input_schema"]["properties"]["verdicts"]["items"]["properties"]), order);
+        assert_eq!(
+            keys(
+                &claude["tools"][0]["input_schema"]["properties"]["verdicts"]["items"]["properties"]
+            ),
+            order
+        );
         let gemini = body(Provider::Gemini);
         let item = &gemini["generationConfig"]["responseSchema"]["properties"]["verdicts"]["items"];
         assert_eq!(keys(&item["properties"]), order);
@@ -196,10 +233,17 @@ mod tests {
     #[test]
     fn error_messages() {
         assert_eq!(
-            error_message(r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#),
+            error_message(
+                r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#
+            ),
             "Incorrect API key provided"
         );
-        assert_eq!(error_message(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#), "Overloaded");
+        assert_eq!(
+            error_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "Overloaded"
+        );
     }
 
     #[test]

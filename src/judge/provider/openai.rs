@@ -7,7 +7,11 @@ use super::{Reply, Unusable, Usage, u, verdict_schema};
 use crate::judge::config::{JudgeConfig, OutputTokensField, StructuredOutput};
 use crate::prompt::Prompt;
 
-pub(super) fn request(judge: &JudgeConfig, key: Option<&str>, prompt: &Prompt) -> (String, Vec<(&'static str, String)>, Value) {
+pub(super) fn request(
+    judge: &JudgeConfig,
+    key: Option<&str>,
+    prompt: &Prompt,
+) -> (String, Vec<(&'static str, String)>, Value) {
     let mut body = json!({
         "model": judge.model,
         "messages": [
@@ -44,14 +48,26 @@ pub(super) fn parse(v: &Value) -> Result<Reply, Unusable> {
         cached: u(v, "/usage/prompt_tokens_details/cached_tokens"),
         cache_write: 0,
     };
-    let Some(choice) = v.pointer("/choices/0") else { return Err(Unusable::new("response has no choices", usage)) };
+    let Some(choice) = v.pointer("/choices/0") else {
+        return Err(Unusable::new("response has no choices", usage));
+    };
     if let Some(refusal) = choice.pointer("/message/refusal").and_then(Value::as_str) {
         return Ok(Reply::Declined { reason: format!("refused: {refusal}"), usage });
     }
     match choice.get("finish_reason").and_then(Value::as_str).unwrap_or("") {
-        "content_filter" => return Ok(Reply::Declined { reason: "blocked by the provider's content filter".into(), usage }),
+        "content_filter" => {
+            return Ok(Reply::Declined {
+                reason: "blocked by the provider's content filter".into(),
+                usage,
+            });
+        }
         // Whatever text came with it is cut off: never an answer.
-        "length" => return Err(Unusable::new("truncated: the reply reached max_output_tokens (finish_reason \"length\")", usage)),
+        "length" => {
+            return Err(Unusable::new(
+                "truncated: the reply reached max_output_tokens (finish_reason \"length\")",
+                usage,
+            ));
+        }
         _ => {}
     }
     match choice.pointer("/message/content").and_then(Value::as_str) {
@@ -86,7 +102,10 @@ mod tests {
         let ok: Value = serde_json::from_str(r#"{"choices":[{"message":{"content":"{}","refusal":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":2048,"completion_tokens":64,"prompt_tokens_details":{"cached_tokens":1920}}}"#).unwrap_or_default();
         assert_eq!(
             parse(&ok),
-            Ok(Reply::Text { text: "{}".into(), usage: Usage { input: 2048, output: 64, cached: 1920, cache_write: 0 } })
+            Ok(Reply::Text {
+                text: "{}".into(),
+                usage: Usage { input: 2048, output: 64, cached: 1920, cache_write: 0 }
+            })
         );
         let cut: Value = serde_json::from_str(r#"{"choices":[{"message":{"content":"{\"verdicts\":[{\"rubric_id\":\"r1\",\"verdict\":\"PASS\"}"},"finish_reason":"length"}],"usage":{"prompt_tokens":10,"completion_tokens":8192}}"#).unwrap_or_default();
         let e = parse(&cut).err().unwrap_or_else(|| Unusable::new("", Usage::default()));
@@ -96,7 +115,9 @@ mod tests {
             r#"{"choices":[{"message":{"content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}"#,
         )
         .unwrap_or_default();
-        assert!(matches!(parse(&refusal), Ok(Reply::Declined { reason, .. }) if reason == "refused: I can't help with that."));
+        assert!(
+            matches!(parse(&refusal), Ok(Reply::Declined { reason, .. }) if reason == "refused: I can't help with that.")
+        );
     }
 
     #[test]
