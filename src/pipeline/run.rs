@@ -383,3 +383,52 @@ fn finish(
     };
     Ok(RunReport { summary, end, out_dir: settings.out.clone() })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("redjury-staging-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp");
+        d
+    }
+
+    #[test]
+    fn a_run_replaces_its_results_folder_whole() {
+        let dir = temp("swap");
+        let out = dir.join("run");
+        std::fs::create_dir_all(out.join("views")).expect("mkdir");
+        std::fs::write(out.join("summary.json"), "{}").expect("write");
+        std::fs::write(out.join("views/stale.md"), "old").expect("write");
+        let staging = Staging::start(&out, Replace::ResultsOnly).expect("starts");
+        assert!(out.join("views/stale.md").exists(), "the old results stay until the swap");
+        std::fs::write(staging.dir.join("summary.json"), "{\"new\": 1}").expect("write");
+        staging.swap().expect("swaps");
+        assert_eq!(
+            std::fs::read_to_string(out.join("summary.json")).ok().as_deref(),
+            Some("{\"new\": 1}")
+        );
+        assert!(!out.join("views").exists());
+        let leftovers: Vec<_> =
+            std::fs::read_dir(&dir).expect("dir").flatten().map(|e| e.file_name()).collect();
+        assert_eq!(leftovers, ["run"], "no partial or old folder is left behind");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_folder_of_something_else_is_refused_unless_forced() {
+        let dir = temp("foreign");
+        std::fs::write(dir.join("notes.txt"), "mine").expect("write");
+        assert!(matches!(
+            Staging::start(&dir, Replace::ResultsOnly),
+            Err(RunError::Foreign { .. })
+        ));
+        let empty = dir.join("empty");
+        std::fs::create_dir_all(&empty).expect("mkdir");
+        assert!(Staging::start(&empty, Replace::ResultsOnly).is_ok(), "an empty folder is fine");
+        assert!(Staging::start(&dir, Replace::Anything).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

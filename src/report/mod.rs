@@ -234,3 +234,82 @@ pub fn load_prompts(dir: &Path) -> Result<Vec<PromptRecord>, ReportError> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aggregate::Bootstrap;
+    use crate::check::gate::GateResult;
+    use crate::score::Status;
+    use crate::task::Side;
+
+    fn row(task: &str, status: Status, reward: Option<f64>) -> TaskResult {
+        TaskResult {
+            task: task.into(),
+            trial: "1".into(),
+            scenario: "1".into(),
+            turn: 1,
+            side: Side::A,
+            group: "s1-t1-g01".into(),
+            variant: Some("a".into()),
+            status,
+            gate: GateResult {
+                passed: status != Status::GateFailed,
+                reason: "why".into(),
+                revisions: 0,
+                comments: 0,
+            },
+            reward,
+            earned: None,
+            penalty: None,
+            total_positive: 5,
+            prompt_hash: None,
+            reason: (status == Status::Incomplete)
+                .then(|| "quorum not met — j: no API key".to_string()),
+            rubrics: vec![],
+        }
+    }
+
+    #[test]
+    fn a_run_folder_round_trips_and_rewards_hold_only_counted_rows() {
+        let dir = std::env::temp_dir().join(format!("redjury-report-{}", std::process::id()));
+        let rows = vec![
+            row("redline-s1-t1-g01a", Status::Scored, Some(0.123456789)),
+            row("redline-s1-t1-g01b", Status::GateFailed, Some(0.0)),
+            row("redline-s1-t1-g01c", Status::Incomplete, None),
+        ];
+        let summary =
+            Summary::build(&rows, vec![], vec![], Bootstrap { seed: 0, resamples: 100 }, None);
+        write_run(&dir, &rows, &summary, &[]).expect("writes");
+        let (back, back_summary) = load_run(&dir).expect("reads");
+        assert_eq!(back, rows);
+        assert_eq!(back_summary, summary);
+        let rewards = std::fs::read_to_string(dir.join("rewards.jsonl")).expect("rewards");
+        assert_eq!(
+            rewards,
+            "{\"task\":\"redline-s1-t1-g01a\",\"trial\":\"1\",\"reward\":0.123456789}\n{\"task\":\"redline-s1-t1-g01b\",\"trial\":\"1\",\"reward\":0.0}\n",
+            "unrounded, and never a reward for an incomplete row"
+        );
+        let md = std::fs::read_to_string(dir.join("summary.md")).expect("summary.md");
+        assert!(
+            md.contains(
+                "> **Headline over 2 of 3 results.** 1 incomplete, 1 gate-failed (scored 0)."
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("- 1 row — quorum not met — j: no API key\n  redline-s1-t1-g01c"),
+            "{md}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn no_banner_over_a_complete_run() {
+        let rows = vec![row("redline-s1-t1-g01a", Status::Scored, Some(1.0))];
+        let summary =
+            Summary::build(&rows, vec![], vec![], Bootstrap { seed: 0, resamples: 100 }, None);
+        assert_eq!(markdown::banner(&summary), None);
+        assert!(!markdown::summary(&summary).contains("What the figures leave out"));
+    }
+}
