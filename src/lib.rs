@@ -14,6 +14,7 @@ pub mod pipeline;
 pub mod prompt;
 pub mod report;
 pub mod score;
+pub mod serve;
 pub mod task;
 pub mod verdict;
 pub mod view;

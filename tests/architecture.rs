@@ -23,6 +23,7 @@ const STAGES: &[&str] = &[
     "aggregate",
     "report",
     "pipeline",
+    "serve",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

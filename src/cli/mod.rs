@@ -73,6 +73,8 @@ pub enum Command {
         #[arg(long, requires = "compare", value_parser = clap::value_parser!(u64).range(100..))]
         resamples: Option<u64>,
     },
+    /// Serve rewards over HTTP for RL trainers (POST /v1/score, /v1/score/batch, /openrlhf; see docs/serve.md).
+    Serve(ServeArgs),
     /// Check that a .docx loads and has a tracked change or comment by AUTHOR (exit 0 pass, 1 fail).
     Gate {
         /// The .docx file.
@@ -88,9 +90,8 @@ pub enum Command {
 
 #[derive(clap::Args)]
 pub struct RunArgs {
-    /// The judge panel (TOML). Default: ./panel.toml, else panel.toml beside the tasks folder, else the built-in panel.
-    #[arg(long)]
-    panel: Option<PathBuf>,
+    #[command(flatten)]
+    judging: JudgingArgs,
     /// Where the results folder goes; an earlier results folder there is replaced whole when the run ends.
     #[arg(long)]
     out: PathBuf,
@@ -100,15 +101,6 @@ pub struct RunArgs {
     /// Build and store every prompt and estimate cost; call no judge.
     #[arg(long)]
     dry_run: bool,
-    /// The prompt and response cache (SQLite). Default: cache.sqlite in the folder that holds --out.
-    #[arg(long)]
-    cache: Option<PathBuf>,
-    /// A folder with system.md and user.md to use instead of the built-in prompts/.
-    #[arg(long)]
-    prompts: Option<PathBuf>,
-    /// Price table (USD per million tokens). Default: as for --panel.
-    #[arg(long)]
-    prices: Option<PathBuf>,
     /// Bootstrap seed for the 95% CI over input groups.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -124,6 +116,78 @@ pub struct RunArgs {
     /// Skip writing views/ (large runs feeding a trainer: 10,000 views are ~300 MB).
     #[arg(long)]
     no_views: bool,
+}
+
+/// Who judges and how: shared by `score`, `rejudge` and `serve`.
+#[derive(clap::Args)]
+pub struct JudgingArgs {
+    /// The judge panel (TOML). Default: ./panel.toml, else panel.toml beside the tasks folder, else the built-in panel.
+    #[arg(long)]
+    panel: Option<PathBuf>,
+    /// The prompt and response cache (SQLite). Default: cache.sqlite in the folder that holds --out (or the current directory).
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// A folder with system.md and user.md to use instead of the built-in prompts/.
+    #[arg(long)]
+    prompts: Option<PathBuf>,
+    /// Price table (USD per million tokens). Default: as for --panel.
+    #[arg(long)]
+    prices: Option<PathBuf>,
+}
+
+impl JudgingArgs {
+    fn templates(&self) -> anyhow::Result<redjury::prompt::Templates> {
+        Ok(match &self.prompts {
+            Some(dir) => redjury::prompt::Templates::from_dir(dir)?,
+            None => redjury::prompt::Templates::builtin(),
+        })
+    }
+
+    fn resolve(&self, out: &Path, tasks: Option<&Path>) -> anyhow::Result<defaults::Found> {
+        defaults::resolve(
+            self.panel.as_deref(),
+            self.prices.as_deref(),
+            self.cache.as_deref(),
+            out,
+            tasks,
+        )
+    }
+}
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Task files: a folder of <task>.json files or Harbor task folders.
+    #[arg(long)]
+    tasks: PathBuf,
+    #[command(flatten)]
+    judging: JudgingArgs,
+    /// Address to listen on; anything but loopback needs a token (--token-env).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: std::net::SocketAddr,
+    /// Append every answered row to this results folder (`redjury report` reads it).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// A folder requests may name .docx files in (repeatable); without it, documents must be sent as base64.
+    #[arg(long = "allow-path")]
+    allow_path: Vec<PathBuf>,
+    /// Environment variable holding the bearer token clients must send.
+    #[arg(long, default_value = "REDJURY_TOKEN")]
+    token_env: String,
+    /// Outputs accepted and not yet answered, at most; more get 429 with Retry-After.
+    #[arg(long, default_value_t = 256)]
+    queue: usize,
+    /// Seconds a request waits for its rows before 503 with Retry-After (the work goes on).
+    #[arg(long, default_value_t = 170)]
+    deadline: u64,
+    /// Largest request body in MiB.
+    #[arg(long, default_value_t = 64)]
+    max_body_mb: usize,
+    /// Reward for a row the judges could not complete: error (503, default), null, or a number.
+    #[arg(long, default_value = "error")]
+    on_incomplete: redjury::serve::OnIncomplete,
+    /// Seconds shutdown (SIGTERM, Ctrl-C) waits for accepted work.
+    #[arg(long, default_value_t = 60)]
+    grace: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -207,6 +271,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Serve(args) => serve(args),
         Command::Render { docx, view, output } => render(&docx, view, output.as_deref()),
         Command::Gate { docx, author, input } => gate(&docx, &author, input.as_deref()),
     }
@@ -220,7 +285,14 @@ struct Setup {
 
 impl Setup {
     fn scorer(&self) -> anyhow::Result<Scorer> {
-        Scorer::new(self.config.clone()).map_err(|e| match e {
+        Setup::refuse_quorum(Scorer::new(self.config.clone()))
+    }
+
+    /// A quorum that cannot be met is a refusal (exit 2), not a failure.
+    fn refuse_quorum(
+        built: Result<Scorer, redjury::pipeline::ScorerError>,
+    ) -> anyhow::Result<Scorer> {
+        built.map_err(|e| match e {
             redjury::pipeline::ScorerError::QuorumUnreachable { .. } => {
                 anyhow::Error::new(Refused(e.to_string()))
             }
@@ -230,22 +302,13 @@ impl Setup {
 }
 
 fn setup(a: &RunArgs, tasks: Option<&Path>) -> anyhow::Result<Setup> {
-    let found = defaults::resolve(
-        a.panel.as_deref(),
-        a.prices.as_deref(),
-        a.cache.as_deref(),
-        &a.out,
-        tasks,
-    )?;
+    let found = a.judging.resolve(&a.out, tasks)?;
     if !a.quiet {
         println!("panel: {}", found.panel_from);
         println!("prices: {}", found.prices_from);
         println!("cache: {}", found.cache.display());
     }
-    let templates = match &a.prompts {
-        Some(dir) => redjury::prompt::Templates::from_dir(dir)?,
-        None => redjury::prompt::Templates::builtin(),
-    };
+    let templates = a.judging.templates()?;
     let mode = if a.dry_run { JudgeMode::DryRun } else { JudgeMode::Live };
     let settings = RunSettings {
         out: a.out.clone(),
@@ -259,6 +322,80 @@ fn setup(a: &RunArgs, tasks: Option<&Path>) -> anyhow::Result<Setup> {
         config: ScorerConfig { panel: found.panel, templates, cache_path: found.cache, mode },
         settings,
     })
+}
+
+fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let out_for_cache = a.out.clone().unwrap_or_else(|| PathBuf::from("served"));
+    let found = a.judging.resolve(&out_for_cache, Some(&a.tasks))?;
+    println!("panel: {}", found.panel_from);
+    println!("cache: {}", found.cache.display());
+    let token = std::env::var(&a.token_env).ok().filter(|t| !t.is_empty());
+    redjury::serve::check_bind(a.bind, token.as_deref(), &a.token_env)
+        .map_err(|e| Refused(e.to_string()))?;
+    let tasks = redjury::task::load_tasks(&a.tasks)?;
+    let templates = a.judging.templates()?;
+    let config = ScorerConfig {
+        panel: found.panel,
+        templates,
+        cache_path: found.cache,
+        mode: JudgeMode::Live,
+    };
+    let options = redjury::serve::ServeOptions {
+        tasks_dir: a.tasks.clone(),
+        allow_paths: a.allow_path,
+        token,
+        queue: a.queue,
+        deadline: std::time::Duration::from_secs(a.deadline),
+        max_body: a.max_body_mb.saturating_mul(1 << 20),
+        on_incomplete: a.on_incomplete,
+        grace: std::time::Duration::from_secs(a.grace),
+        out: a.out,
+        prices: found.prices,
+    };
+    runtime()?.block_on(async move {
+        let scorer = Setup::refuse_quorum(Scorer::new(config))?;
+        let service = redjury::serve::Service::new(scorer, tasks, options).map_err(|e| match e {
+            redjury::serve::ServeError::NoJudges { .. } => anyhow::Error::new(Refused(e.to_string())),
+            other => anyhow::Error::new(other),
+        })?;
+        let listener = tokio::net::TcpListener::bind(a.bind)
+            .await
+            .with_context(|| format!("cannot listen on {}", a.bind))?;
+        println!("listening on http://{}", listener.local_addr()?);
+        let _ = std::io::stdout().flush();
+        let end = service.run(listener, shutdown_signal()).await?;
+        if end.unfinished > 0 {
+            eprintln!(
+                "stopped with {} outputs unfinished after the grace period; their answers so far are in the cache",
+                end.unfinished
+            );
+            return Ok(ExitCode::from(1));
+        }
+        println!("stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
 }
 
 fn gate(docx: &Path, author: &str, input: Option<&Path>) -> anyhow::Result<ExitCode> {

@@ -335,7 +335,12 @@ impl Judge {
                 }
             }
         }
-        if waited && let Some(hit) = self.cached(key, prompt, cache).await {
+        // Looked up again under the lease: an identical call that finished
+        // between this call's first lookup and its lease stored its answer
+        // before releasing the lease, so it is found here, not paid twice.
+        if let Some(hit) = self.cached(key, prompt, cache).await {
+            let (k, owner) = (key.clone(), self.owner.clone());
+            let _ = cache.blocking(move |c| c.release(&k, &owner)).await;
             return hit;
         }
         let renew = {

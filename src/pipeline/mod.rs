@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 pub use judging::{Progress, Silent};
-pub use prepare::{OutputSource, Prepared};
+pub use prepare::{OutputSource, Prepared, skeleton};
 
 use crate::cache::{Cache, CacheError};
 use crate::judge::config::PanelConfig;

@@ -312,28 +312,18 @@ pub async fn rejudge(
     )
 }
 
-/// What a run found besides scorable outputs.
-struct Leftovers {
-    missing: Vec<String>,
-    unmatched: Vec<String>,
-    unusable: Vec<report::Unusable>,
-}
-
-fn finish(
+/// A run's summary: the figures over `rows` and what the scorer's judges
+/// did (requests, tokens, cost, the dry run's estimates). `score`,
+/// `rejudge` and the reward service all summarise this way.
+pub fn summarize(
     scorer: &Scorer,
-    settings: &RunSettings,
-    staging: Staging,
-    rows: Vec<TaskResult>,
-    prompts: Vec<PromptRecord>,
+    rows: &[TaskResult],
     left: Leftovers,
-) -> Result<RunReport, RunError> {
-    let mut summary = Summary::build(
-        &rows,
-        left.missing,
-        left.unmatched,
-        settings.bootstrap,
-        settings.model.as_deref(),
-    );
+    prices: &Prices,
+    bootstrap: Bootstrap,
+    model: Option<&str>,
+) -> Summary {
+    let mut summary = Summary::build(rows, left.missing, left.unmatched, bootstrap, model);
     summary.unusable_outputs = left.unusable;
     summary.dry_run = scorer.dry_run().is_some();
     summary.quorum = scorer.quorum();
@@ -343,7 +333,7 @@ fn finish(
         let c = j.counters.snapshot();
         let estimate = summary.dry_run.then(|| {
             let mut e = estimates.get(&j.config.name).cloned().unwrap_or_default();
-            e.max_cost_usd = settings.prices.cost(
+            e.max_cost_usd = prices.cost(
                 &j.config.model,
                 crate::report::Billed {
                     input: e.input_tokens,
@@ -362,11 +352,41 @@ fn finish(
             counters: c,
             cached_share: (c.input_tokens > 0)
                 .then(|| c.cached_tokens as f64 / c.input_tokens as f64),
-            cost: settings.prices.cost(&j.config.model, crate::report::Billed::of(&c)),
+            cost: prices.cost(&j.config.model, crate::report::Billed::of(&c)),
             estimate,
         };
         summary.judges.insert(j.config.name.clone(), s);
     }
+    summary
+}
+
+/// What a run found besides scorable outputs.
+#[derive(Default)]
+pub struct Leftovers {
+    /// Tasks without an output.
+    pub missing: Vec<String>,
+    /// Output files that match no task.
+    pub unmatched: Vec<String>,
+    /// Output files that cannot be used, with the reason.
+    pub unusable: Vec<report::Unusable>,
+}
+
+fn finish(
+    scorer: &Scorer,
+    settings: &RunSettings,
+    staging: Staging,
+    rows: Vec<TaskResult>,
+    prompts: Vec<PromptRecord>,
+    left: Leftovers,
+) -> Result<RunReport, RunError> {
+    let summary = summarize(
+        scorer,
+        &rows,
+        left,
+        &settings.prices,
+        settings.bootstrap,
+        settings.model.as_deref(),
+    );
     report::write_run(&staging.dir, &rows, &summary, &prompts)
         .map_err(|source| RunError::Write { path: staging.dir.clone(), source })?;
     staging.swap()?;

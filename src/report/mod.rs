@@ -160,7 +160,6 @@ fn jsonl<T: Serialize>(items: &[T]) -> Vec<u8> {
     out
 }
 
-/// Writes a run folder.
 /// Writes a run folder's files (the views are written as outputs are
 /// rendered, by the pipeline).
 pub fn write_run(
@@ -180,9 +179,54 @@ pub fn write_run(
         .collect();
     write_atomic(&out.join("rewards.jsonl"), &jsonl(&rewards))?;
     write_atomic(&out.join("results.jsonl"), &jsonl(rows))?;
+    write_summary(out, summary)
+}
+
+/// Writes `summary.json` and `summary.md`.
+pub fn write_summary(out: &Path, summary: &Summary) -> std::io::Result<()> {
     let json = serde_json::to_vec_pretty(summary).map_err(std::io::Error::other)?;
     write_atomic(&out.join("summary.json"), &json)?;
     write_atomic(&out.join("summary.md"), markdown::summary(summary).as_bytes())
+}
+
+/// A results folder that grows one row at a time (the reward service's):
+/// each row is appended to `results.jsonl`, `rewards.jsonl` and
+/// `prompts.jsonl` and flushed before the next, so a killed process keeps
+/// every row it answered.
+pub struct ResultsLog {
+    dir: PathBuf,
+    files: std::sync::Mutex<[std::fs::File; 3]>,
+}
+
+impl ResultsLog {
+    /// Opens (or creates) the folder, appending to what is there.
+    pub fn open(dir: &Path) -> std::io::Result<ResultsLog> {
+        std::fs::create_dir_all(dir)?;
+        let open =
+            |name: &str| std::fs::OpenOptions::new().create(true).append(true).open(dir.join(name));
+        let files = [open("results.jsonl")?, open("rewards.jsonl")?, open("prompts.jsonl")?];
+        Ok(ResultsLog { dir: dir.to_path_buf(), files: std::sync::Mutex::new(files) })
+    }
+
+    /// Appends one row (and its reward and prompt record, when it has them).
+    pub fn append(&self, row: &TaskResult, prompt: Option<&PromptRecord>) -> std::io::Result<()> {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let [results, rewards, prompts] = &mut *files;
+        results.write_all(&jsonl(std::slice::from_ref(row)))?;
+        if let (true, Some(reward)) = (row.counts(), row.reward) {
+            let line = RewardLine { task: row.task.clone(), trial: row.trial.clone(), reward };
+            rewards.write_all(&jsonl(&[line]))?;
+        }
+        if let Some(p) = prompt {
+            prompts.write_all(&jsonl(std::slice::from_ref(p)))?;
+        }
+        Ok(())
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -202,20 +246,59 @@ pub fn load_run(dir: &Path) -> Result<(Vec<TaskResult>, Summary), ReportError> {
             message: format!("{e} (is this a redjury run folder?)"),
         })
     };
+    let text = read("results.jsonl")?;
     let mut rows = Vec::new();
-    for (i, line) in
-        read("results.jsonl")?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty())
-    {
-        rows.push(serde_json::from_str(line).map_err(|e| ReportError::Read {
-            path: dir.join("results.jsonl"),
-            message: format!("line {}: {e}", i + 1),
-        })?);
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        match serde_json::from_str(line) {
+            Ok(row) => rows.push(row),
+            // A process killed mid-write leaves its last row unfinished
+            // (no newline): that row was never answered, so it is skipped.
+            Err(_) if !text.ends_with('\n') && text.lines().count() == i + 1 => {
+                tracing::warn!("{}: skipping an unfinished last line", dir.display());
+            }
+            Err(e) => {
+                return Err(ReportError::Read {
+                    path: dir.join("results.jsonl"),
+                    message: format!("line {}: {e}", i + 1),
+                });
+            }
+        }
     }
-    let summary = serde_json::from_str(&read("summary.json")?).map_err(|e| ReportError::Read {
-        path: dir.join("summary.json"),
-        message: e.to_string(),
-    })?;
+    let rows = latest_per_trial(rows);
+    // A folder the reward service is still appending to may hold rows its
+    // last summary does not count: the rows are the record.
+    let summary = match std::fs::read_to_string(dir.join("summary.json")) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| ReportError::Read {
+            path: dir.join("summary.json"),
+            message: e.to_string(),
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let boot = crate::aggregate::Bootstrap { seed: 0, resamples: 5000 };
+            Summary::build(&rows, Vec::new(), Vec::new(), boot, None)
+        }
+        Err(e) => {
+            return Err(ReportError::Read {
+                path: dir.join("summary.json"),
+                message: e.to_string(),
+            });
+        }
+    };
     Ok((rows, summary))
+}
+
+/// The last row of each task × trial, in the order of those last rows: a
+/// reward service asked twice for one trial (a retry after a timeout)
+/// appends it twice, and the later answer is the one that counts.
+fn latest_per_trial(rows: Vec<TaskResult>) -> Vec<TaskResult> {
+    let mut last = std::collections::HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        last.insert((r.task.clone(), r.trial.clone()), i);
+    }
+    rows.into_iter()
+        .enumerate()
+        .filter(|(i, r)| last.get(&(r.task.clone(), r.trial.clone())) == Some(i))
+        .map(|(_, r)| r)
+        .collect()
 }
 
 /// Reads a run's prompts.jsonl.

@@ -186,6 +186,27 @@ pub(super) fn load(
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| invalid(path, format!("not JSON: {e}")))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    from_value(value, Origin { shown: path, base }, name, meta, default_input)
+}
+
+/// Where a task came from: what errors name, and the folder its relative
+/// paths (`input`, `gold_docx`) start from.
+#[derive(Clone, Copy)]
+pub(super) struct Origin<'a> {
+    pub shown: &'a Path,
+    pub base: &'a Path,
+}
+
+/// Validates a task given as JSON (a file's, or one sent inline).
+pub(super) fn from_value(
+    value: serde_json::Value,
+    origin: Origin<'_>,
+    name: &str,
+    meta: &Meta,
+    default_input: Option<PathBuf>,
+) -> Result<Task, TaskError> {
+    let path = origin.shown;
     let mut problems = Problems::default();
     unknown_keys(&value, &mut problems);
     let file: TaskFile = match serde_json::from_value(value) {
@@ -205,12 +226,8 @@ pub(super) fn load(
     let counterparty = problems.take(src.required(&file.counterparty, "counterparty"));
     let author = problems.take(src.required(&file.author, "author"));
     agrees_with_name(name, &src, turn, input_group.as_deref(), &mut problems);
-    let rubrics = rubrics(path, &file.rubrics, &mut problems);
-    let input = file
-        .input
-        .as_deref()
-        .map(|i| path.parent().unwrap_or(Path::new(".")).join(i))
-        .or(default_input);
+    let rubrics = rubrics(origin.base, &file.rubrics, &mut problems);
+    let input = file.input.as_deref().map(|i| origin.base.join(i)).or(default_input);
     let loaded = match &input {
         Some(p) => problems.take(load_input(p)).map(|(doc, sha)| (Some(doc), Some(sha))),
         None => Some((None, None)),
@@ -333,15 +350,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// Validates the rubric list, noting every problem.
-fn rubrics(path: &Path, items: &[RubricFile], problems: &mut Problems) -> Vec<Rubric> {
+/// Validates the rubric list, noting every problem; `base` resolves gold
+/// documents.
+fn rubrics(base: &Path, items: &[RubricFile], problems: &mut Problems) -> Vec<Rubric> {
     if items.is_empty() {
         problems.push("no rubrics".into());
     }
     let mut rubrics = Vec::with_capacity(items.len());
     let mut seen = HashSet::new();
     for (i, r) in items.iter().enumerate() {
-        let Some(rubric) = problems.take(rubric(path, i, r)) else { continue };
+        let Some(rubric) = problems.take(rubric(base, i, r)) else { continue };
         if !seen.insert(rubric.id.clone()) {
             problems.push(format!("duplicate rubric id {:?}", rubric.id));
         }
@@ -354,7 +372,7 @@ fn rubrics(path: &Path, items: &[RubricFile], problems: &mut Problems) -> Vec<Ru
 }
 
 /// Validates rubric number `i` (0-based).
-fn rubric(path: &Path, i: usize, r: &RubricFile) -> Result<Rubric, String> {
+fn rubric(base: &Path, i: usize, r: &RubricFile) -> Result<Rubric, String> {
     let id = match &r.id {
         serde_json::Value::String(s) if s.trim().is_empty() => {
             return Err(format!("rubric #{} has an empty id", i + 1));
@@ -373,7 +391,6 @@ fn rubric(path: &Path, i: usize, r: &RubricFile) -> Result<Rubric, String> {
     if r.criteria.trim().is_empty() {
         return Err(format!("rubric {id}: empty criteria"));
     }
-    let base = path.parent().unwrap_or(Path::new("."));
     let check = match (r.kind.as_deref().map(str::trim), &r.check) {
         (None | Some("llm"), None) => None,
         (Some("check"), Some(c)) => {
@@ -417,9 +434,17 @@ fn load_input(input: &Path) -> Result<(Arc<crate::docx::Document>, String), Stri
     let limits = crate::docx::Limits::default();
     let bytes = crate::docx::read_file(input, &limits)
         .map_err(|e| format!("input {}: {e}", input.display()))?;
+    parse_input(bytes, &input.display().to_string())
+}
+
+/// Parses an input document's bytes; `shown` names it in errors.
+pub(super) fn parse_input(
+    bytes: Vec<u8>,
+    shown: &str,
+) -> Result<(Arc<crate::docx::Document>, String), String> {
     let sha = crate::hash::sha256_hex_bytes(&bytes);
-    let doc = crate::docx::from_bytes(bytes, limits)
-        .map_err(|e| format!("input {}: {e}", input.display()))?;
+    let doc = crate::docx::from_bytes(bytes, crate::docx::Limits::default())
+        .map_err(|e| format!("input {shown}: {e}"))?;
     Ok((Arc::new(doc), sha))
 }
 

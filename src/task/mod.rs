@@ -226,6 +226,32 @@ struct HarborToml {
     metadata: BTreeMap<String, toml::Value>,
 }
 
+/// Validates a task sent as a JSON object (as a task file would hold it),
+/// exactly as a task file is validated; `name` is its name and relative
+/// paths in it (`input`, `gold_docx`) start from `base`.
+pub fn task_from_json(
+    value: serde_json::Value,
+    name: &str,
+    base: &Path,
+) -> Result<Task, TaskError> {
+    let shown = PathBuf::from(format!("inline task {name}"));
+    file::from_value(value, file::Origin { shown: &shown, base }, name, &BTreeMap::new(), None)
+}
+
+/// Gives `task` its input document from bytes (a request body), parsed
+/// and checked as an input file named in a task is. A task that already
+/// has an input is refused: two inputs would make the gate ambiguous.
+pub fn attach_input(task: &mut Task, bytes: Vec<u8>) -> Result<(), TaskError> {
+    let invalid = |message| TaskError::Invalid { path: task.source.clone(), message };
+    if task.input_doc.is_some() {
+        return Err(invalid(format!("task {} already has an input document", task.name)));
+    }
+    let (doc, sha) = file::parse_input(bytes, "document").map_err(invalid)?;
+    task.input_doc = Some(doc);
+    task.input_sha = Some(sha);
+    Ok(())
+}
+
 /// Reads and validates one task file. `name` is the task's name (file stem
 /// or Harbor folder); `meta` fills fields the JSON leaves out.
 pub fn load_task(

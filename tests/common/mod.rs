@@ -141,6 +141,7 @@ pub fn contract_numbering() -> String {
 }
 pub mod e2e;
 pub mod mock;
+pub mod served;
 
 /// The shared corpus of Word-made files (../shared/corpus beside the
 /// checkout, or `REDJURY_CORPUS`). `None` — with a line saying the test

@@ -1,0 +1,547 @@
+//! `redjury serve` end to end: the real server on a free 127.0.0.1 port,
+//! mock judges behind it, clients over HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use common::e2e::*;
+use common::mock::*;
+use common::served::Served;
+use serde_json::{Value, json};
+
+const KEYS: [(&str, &str); 3] = [
+    ("E2E_OPENAI_KEY", "sk-e2e-secret"),
+    ("E2E_ANTHROPIC_KEY", "sk-e2e-secret"),
+    ("E2E_GEMINI_KEY", "sk-e2e-secret"),
+];
+
+fn p(path: &Path) -> String {
+    path.display().to_string()
+}
+
+fn serve_args(panel: &Path, dir: &Path, extra: &[&str]) -> Vec<String> {
+    let mut a = args(&[
+        "--tasks",
+        "rubrics",
+        "--panel",
+        &p(panel),
+        "--cache",
+        &p(&dir.join("serve.sqlite")),
+        "--bind",
+        "127.0.0.1:0",
+    ]);
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+fn b64(path: &Path) -> String {
+    base64::engine::general_purpose::STANDARD.encode(std::fs::read(path).expect("read docx"))
+}
+
+fn output(kind: &str, task: &str) -> PathBuf {
+    root().join("scenarios/outputs").join(kind).join(format!("{task}.docx"))
+}
+
+async fn post(url: &str, body: &Value) -> (u16, Value, reqwest::header::HeaderMap) {
+    let resp = reqwest::Client::new().post(url).json(body).send().await.expect("send");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let text = resp.text().await.expect("body");
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)), headers)
+}
+
+/// A panel whose judges answer through `handlers` (openai, anthropic, gemini).
+async fn panel_of(dir: &Path, quorum: u32, handlers: [Handler; 3]) -> (PathBuf, Vec<MockServer>) {
+    let [o, a, g] = handlers;
+    let servers =
+        vec![MockServer::start(o).await, MockServer::start(a).await, MockServer::start(g).await];
+    let judge = |name: &str, provider: &str, url: String, model: &str, env: &str| {
+        format!(
+            "[[judge]]\nname = \"{name}\"\nprovider = \"{provider}\"\nmodel = \"{model}\"\nbase_url = \"{url}\"\napi_key_env = \"{env}\"\nrpm = 60000\ntpm = 100000000\nmax_concurrency = 64\ntimeout_secs = 20\nmax_attempts = 2\nretry_base_ms = 10\n\n"
+        )
+    };
+    let text = format!(
+        "[vote]\nquorum = {quorum}\n\n{}{}{}",
+        judge("gpt", "openai", format!("{}/v1", servers[0].url()), "gpt-test", "E2E_OPENAI_KEY"),
+        judge("claude", "anthropic", servers[1].url(), "claude-test", "E2E_ANTHROPIC_KEY"),
+        judge("gemini", "gemini", servers[2].url(), "gemini-test", "E2E_GEMINI_KEY"),
+    );
+    let path = dir.join("panel.toml");
+    std::fs::write(&path, text).expect("panel");
+    (path, servers)
+}
+
+/// A panel of three judges that answer every rubric FAIL, quorum 2.
+async fn all_answering(dir: &Path) -> (PathBuf, Vec<MockServer>) {
+    let handlers =
+        [answering("openai", &[]), answering("anthropic", &[]), answering("gemini", &[])];
+    panel_of(dir, 2, handlers).await
+}
+
+/// A panel of three judges that answer PASS after `delay`, quorum 2.
+async fn all_slow(dir: &Path, delay: Duration) -> (PathBuf, Vec<MockServer>) {
+    panel_of(dir, 2, [slow("openai", delay), slow("anthropic", delay), slow("gemini", delay)]).await
+}
+
+fn slow(provider: &'static str, delay: Duration) -> Handler {
+    Arc::new(move |req: &Recorded, _| {
+        let text = verdicts_json(&req.rubric_ids(), &|_| "PASS");
+        Action::Later(delay, success_body(provider, &text))
+    })
+}
+
+fn refusing(provider: &'static str) -> Handler {
+    Arc::new(move |_req: &Recorded, _| {
+        let body = match provider {
+            "anthropic" => {
+                r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#
+            }
+            _ => {
+                r#"{"error":{"code":401,"message":"API key not valid","status":"UNAUTHENTICATED"}}"#
+            }
+        };
+        status(401, &[], body)
+    })
+}
+
+fn start(dir: &Path, args: Vec<String>) -> Served {
+    Served::start(&root(), &args, &KEYS)
+        .unwrap_or_else(|f| panic!("serve did not start in {}: {f:?}", dir.display()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_clients_get_the_rewards_score_gives() {
+    let judges = Judges::start("strong").await;
+    let dir = temp_dir("serve-parity");
+    let panel = judges.panel(&dir, "gemini-test");
+    // Three trials per task where outputs exist: a strong, a weak and a
+    // gate-failing redline.
+    let outs = dir.join("outs");
+    let mut items = Vec::new();
+    for kind in ["strong", "weak", "gate-fail"] {
+        for e in std::fs::read_dir(root().join("scenarios/outputs").join(kind)).unwrap().flatten() {
+            let task = e.path().file_stem().unwrap().to_string_lossy().to_string();
+            let to = outs.join(&task).join(kind).join("contract.docx");
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(e.path(), &to).unwrap();
+            items.push((task, kind.to_string(), to));
+        }
+    }
+    let a = score_args(&p(&outs), &panel, &dir.join("run"), &dir.join("score.sqlite"));
+    let (code, out, err) = redjury(a, true).await;
+    assert!(code == 0 || code == 3, "{out}{err}");
+    let by_score: std::collections::BTreeMap<(String, String), Value> = results(&dir.join("run"))
+        .into_iter()
+        .map(|r| ((r["task"].as_str().unwrap().into(), r["trial"].as_str().unwrap().into()), r))
+        .collect();
+    assert_eq!(by_score.len(), items.len());
+    let calls_by_score = judges.counts();
+
+    let mut served = start(
+        &dir,
+        serve_args(&panel, &dir, &["--out", &p(&dir.join("served")), "--allow-path", &p(&outs)]),
+    );
+    // Every output asked for three times at once: ≥ 32 concurrent clients.
+    let mut clients = tokio::task::JoinSet::new();
+    for copy in 0..3 {
+        for (task, trial, path) in items.clone() {
+            let url = format!("{}/v1/score", served.url);
+            clients.spawn(async move {
+                let body = if copy == 0 {
+                    json!({"task": task, "trial": trial, "path": p(&path)})
+                } else {
+                    json!({"task": task, "trial": trial, "docx_base64": b64(&path)})
+                };
+                let (status, reply, _) = post(&url, &body).await;
+                (task, trial, status, reply)
+            });
+        }
+    }
+    assert!(clients.len() >= 32, "{} clients", clients.len());
+    while let Some(done) = clients.join_next().await {
+        let (task, trial, status, reply) = done.unwrap();
+        assert_eq!(status, 200, "{task} {trial}: {reply}");
+        let want = &by_score[&(task.clone(), trial.clone())];
+        assert_eq!(reply["status"], want["status"], "{task} {trial}");
+        assert_eq!(reply["reward"], want["reward"], "{task} {trial}: the same reward as score");
+        assert_eq!(
+            reply["rubrics"], want["rubrics"],
+            "{task} {trial}: the same verdicts and votes"
+        );
+    }
+    let calls = judges.counts();
+    let by_serve: Vec<usize> = calls.iter().zip(calls_by_score).map(|(a, b)| a - b).collect();
+    assert_eq!(
+        by_serve, calls_by_score,
+        "each distinct call made once, however often it was asked for"
+    );
+
+    served.term();
+    assert_eq!(served.wait(Duration::from_secs(30)), Some(0), "{}", served.stderr());
+    let (code, text, err) = redjury(args(&["report", &p(&dir.join("served"))]), false).await;
+    assert_eq!(code, 0, "{text}{err}");
+    let served_summary = summary(&dir.join("served"));
+    assert_eq!(
+        served_summary["counts"]["results"],
+        items.len(),
+        "one row per trial, retries folded"
+    );
+    assert_eq!(
+        served_summary["figures"]["overall"],
+        summary(&dir.join("run"))["figures"]["overall"],
+        "the service's results folder gives the same figures as score's"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_concurrent_requests_make_one_judge_call() {
+    let dir = temp_dir("serve-dedupe");
+    let d = Duration::from_millis(400);
+    let (panel, servers) = all_slow(&dir, d).await;
+    let served = start(&dir, serve_args(&panel, &dir, &[]));
+    let body = json!({"task": "redline-s1-t1-g01a", "docx_base64": b64(&output("strong", "redline-s1-t1-g01a"))});
+    let mut clients = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (url, body) = (format!("{}/v1/score", served.url), body.clone());
+        clients.spawn(async move { post(&url, &body).await });
+    }
+    let mut rewards = Vec::new();
+    while let Some(done) = clients.join_next().await {
+        let (status, reply, _) = done.unwrap();
+        assert_eq!(status, 200, "{reply}");
+        rewards.push(reply["reward"].clone());
+    }
+    assert!(rewards.windows(2).all(|w| w[0] == w[1]));
+    for s in &servers {
+        assert_eq!(s.requests().len(), 1, "16 identical requests, one call per judge");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_answers_429_with_retry_after() {
+    let dir = temp_dir("serve-queue");
+    let d = Duration::from_millis(1500);
+    let (panel, _servers) = all_slow(&dir, d).await;
+    let served = start(&dir, serve_args(&panel, &dir, &["--queue", "2"]));
+    let item = |task: &str| json!({"task": task, "docx_base64": b64(&output("strong", task))});
+    let batch = json!({"items": [item("redline-s1-t1-g01a"), item("redline-s2-t1-g01a")]});
+    let url = served.url.clone();
+    let first = tokio::spawn(async move { post(&format!("{url}/v1/score/batch"), &batch).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (status, reply, headers) =
+        post(&format!("{}/v1/score", served.url), &item("redline-s3-t1-g01a")).await;
+    assert_eq!(status, 429, "{reply}");
+    assert!(reply["error"].as_str().unwrap().contains("queue is full"), "{reply}");
+    let after: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&after));
+    let too_big = json!({"items": [item("redline-s1-t1-g01a"), item("redline-s2-t1-g01a"), item("redline-s3-t1-g01a")]});
+    let (status, reply, _) = post(&format!("{}/v1/score/batch", served.url), &too_big).await;
+    assert_eq!(status, 413, "{reply}");
+    assert!(reply["error"].as_str().unwrap().contains("split the batch"), "{reply}");
+    let (status, reply, _) = first.await.unwrap();
+    assert_eq!(status, 200, "the queued work finishes: {reply}");
+    let text = reqwest::get(format!("{}/metrics", served.url)).await.unwrap().text().await.unwrap();
+    assert!(text.contains("redjury_queue_rejected_total 1"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_mid_batch_loses_no_answer() {
+    let dir = temp_dir("serve-term");
+    let d = Duration::from_millis(800);
+    let (panel, servers) = all_slow(&dir, d).await;
+    let mut served = start(&dir, serve_args(&panel, &dir, &["--out", &p(&dir.join("served"))]));
+    let tasks =
+        ["redline-s1-t1-g01a", "redline-s1-t2-g01a", "redline-s2-t1-g01a", "redline-s3-t1-g01a"];
+    let items: Vec<Value> = tasks
+        .iter()
+        .map(|t| json!({"task": t, "docx_base64": b64(&output("strong", t))}))
+        .collect();
+    let url = format!("{}/v1/score/batch", served.url);
+    let batch = tokio::spawn(async move { post(&url, &json!({"items": items})).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        servers[0].requests().len() < 4 || servers.iter().any(|s| s.requests().len() < 4),
+        "mid-batch"
+    );
+    served.term();
+    let (status, reply, _) = batch.await.unwrap();
+    assert_eq!(status, 200, "the batch in flight is finished: {reply}");
+    assert_eq!(reply["results"].as_array().unwrap().len(), 4);
+    assert!(reply["results"].as_array().unwrap().iter().all(|r| r["status"] == "scored"));
+    assert_eq!(served.wait(Duration::from_secs(30)), Some(0), "{}", served.stderr());
+    let rows = results(&dir.join("served"));
+    assert_eq!(rows.len(), 4, "every answered row is in the results folder");
+    assert!(dir.join("served/summary.json").exists(), "the summary is written at shutdown");
+    // Every paid answer is in the cache: scoring again calls no judge.
+    let before: Vec<usize> = servers.iter().map(|s| s.requests().len()).collect();
+    let served = start(&dir, serve_args(&panel, &dir, &[]));
+    let items: Vec<Value> = tasks
+        .iter()
+        .map(|t| json!({"task": t, "docx_base64": b64(&output("strong", t))}))
+        .collect();
+    let (status, _, _) =
+        post(&format!("{}/v1/score/batch", served.url), &json!({"items": items})).await;
+    assert_eq!(status, 200);
+    let after: Vec<usize> = servers.iter().map(|s| s.requests().len()).collect();
+    assert_eq!(before, after, "answered from the cache");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_judge_stopped_by_401_yields_the_policy_never_zero() {
+    let dir = temp_dir("serve-401");
+    let (panel, _servers) =
+        panel_of(&dir, 2, [answering("openai", &[]), refusing("anthropic"), refusing("gemini")])
+            .await;
+    let served = start(&dir, serve_args(&panel, &dir, &["--out", &p(&dir.join("served"))]));
+    let task = "redline-s1-t1-g01a";
+    let doc = b64(&output("strong", task));
+    let url = format!("{}/v1/score", served.url);
+    let (status, reply, headers) = post(&url, &json!({"task": task, "docx_base64": doc})).await;
+    assert_eq!(status, 503, "{reply}");
+    assert!(headers.contains_key("retry-after"));
+    assert_eq!(reply["incomplete"][0]["status"], "incomplete", "{reply}");
+    assert!(reply["incomplete"][0]["reason"].as_str().unwrap().contains("quorum"), "{reply}");
+    let (status, reply, _) =
+        post(&url, &json!({"task": task, "docx_base64": doc, "on_incomplete": "null"})).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["reward"], Value::Null);
+    assert_eq!(reply["reward_from"], "on_incomplete");
+    let (status, reply, _) =
+        post(&url, &json!({"task": task, "docx_base64": doc, "on_incomplete": 0.25})).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["reward"], 0.25);
+    // A gate failure needs no judge and is a real 0.
+    let bad = b64(&output("gate-fail", task));
+    let (status, reply, _) = post(&url, &json!({"task": task, "docx_base64": bad})).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["reward"], 0.0);
+    assert_eq!(reply["reward_from"], "gate");
+    let resp = reqwest::get(format!("{}/readyz", served.url)).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    let text = resp.text().await.unwrap();
+    assert!(text.contains("fewer than the quorum") && text.contains("claude"), "{text}");
+    let metrics =
+        reqwest::get(format!("{}/metrics", served.url)).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("redjury_judge_stopped{judge=\"claude\"} 1"), "{metrics}");
+    assert!(metrics.contains("redjury_rows_total{status=\"incomplete\"} 3"), "{metrics}");
+    let rows = results(&dir.join("served"));
+    assert!(rows.iter().all(|r| r["status"] != "scored"));
+    assert!(rows.iter().filter(|r| r["status"] == "incomplete").all(|r| r["reward"].is_null()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_addresses_need_a_token_and_keys_never_leak() {
+    let dir = temp_dir("serve-token");
+    let (panel, _servers) = all_answering(&dir).await;
+    let mut a = serve_args(&panel, &dir, &[]);
+    let at = a.iter().position(|x| x == "127.0.0.1:0").unwrap();
+    a[at] = "0.0.0.0:0".into();
+    let failed = Served::start(&root(), &a, &KEYS).err().expect("refused");
+    assert_eq!(failed.code, Some(2), "{failed:?}");
+    assert!(
+        failed.stderr.contains("refusing to listen on 0.0.0.0:0 without a token"),
+        "{failed:?}"
+    );
+    assert!(failed.stderr.contains("REDJURY_TOKEN"), "{failed:?}");
+
+    let mut envs = KEYS.to_vec();
+    envs.push(("REDJURY_TOKEN", "t0ken-for-tests"));
+    let served = Served::start(&root(), &a, &envs).expect("starts with a token");
+    let url = served.url.replace("0.0.0.0", "127.0.0.1");
+    let client = reqwest::Client::new();
+    let r = client.get(format!("{url}/v1/tasks")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let r = client.get(format!("{url}/v1/tasks")).bearer_auth("wrong").send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let r = client.get(format!("{url}/healthz")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200, "probes need no token");
+    let task = "redline-s1-t1-g01a";
+    let r = client
+        .post(format!("{url}/v1/score"))
+        .bearer_auth("t0ken-for-tests")
+        .json(&json!({"task": task, "docx_base64": b64(&output("strong", task))}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let reply = r.text().await.unwrap();
+    let metrics =
+        client.get(format!("{url}/metrics")).bearer_auth("t0ken-for-tests").send().await.unwrap();
+    let metrics = metrics.text().await.unwrap();
+    for text in [&reply, &metrics, &served.stdout(), &served.stderr()] {
+        assert!(!text.contains("sk-e2e-secret"), "a provider key leaked: {text}");
+        assert!(!text.contains("t0ken-for-tests"), "the token leaked: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_a_4xx_that_says_what_is_wrong() {
+    let dir = temp_dir("serve-4xx");
+    let (panel, servers) = all_answering(&dir).await;
+    let allowed = dir.join("allowed");
+    std::fs::create_dir_all(&allowed).unwrap();
+    std::fs::copy(output("strong", "redline-s1-t1-g01a"), allowed.join("ok.docx")).unwrap();
+    let served = start(
+        &dir,
+        serve_args(&panel, &dir, &["--max-body-mb", "1", "--allow-path", &p(&allowed)]),
+    );
+    let url = format!("{}/v1/score", served.url);
+    let client = reqwest::Client::new();
+    let raw = |body: Vec<u8>| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let r = client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, text) = raw(vec![b' '; 2 << 20]).await;
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("larger than 1048576 bytes"), "{text}");
+    let (status, text) = raw(b"{\"task\": ".to_vec()).await;
+    assert_eq!(status, 400);
+    assert!(text.contains("invalid request body"), "{text}");
+    let doc = b64(&output("strong", "redline-s1-t1-g01a"));
+    // An inline task's input document is a path like any other.
+    let spec: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("rubrics/redline-s1-t1-g01a.json")).unwrap(),
+    )
+    .unwrap();
+    let cases: Vec<(Value, u16, &str)> = vec![
+        (
+            json!({"task": "redline-s1-t1-g01a", "docx_base64": doc, "colour": 1}),
+            400,
+            "unknown field `colour`",
+        ),
+        (
+            json!({"task": "no-such-task", "docx_base64": doc}),
+            404,
+            "unknown task \\\"no-such-task\\\"",
+        ),
+        (json!({"task": "redline-s1-t1-g01a"}), 400, "no document"),
+        (
+            json!({"task": "redline-s1-t1-g01a", "docx_base64": "%%%"}),
+            400,
+            "docx_base64 is not base64",
+        ),
+        (json!({"task": "redline-s1-t1-g01a", "path": "ok.docx"}), 400, "must be an absolute path"),
+        (json!({"task": "redline-s1-t1-g01a", "path": "/etc/passwd"}), 403, "outside the folders"),
+        (
+            json!({"task": "redline-s1-t1-g01a", "path": p(&allowed.join("../serve.sqlite"))}),
+            403,
+            "outside the folders",
+        ),
+        (
+            json!({"task": "redline-s1-t1-g01a", "path": p(&allowed.join("missing.docx"))}),
+            400,
+            "cannot read",
+        ),
+        (
+            json!({"task": "redline-s1-t1-g01a", "docx_base64": doc, "on_incomplete": "zero"}),
+            400,
+            "on_incomplete must be",
+        ),
+        (json!({"task": "x", "task_spec": {"task_id": 1}, "docx_base64": doc}), 400, "task_spec"),
+        (json!({"task": "x", "task_spec": spec, "docx_base64": doc}), 403, "outside the folders"),
+    ];
+    for (body, want, says) in cases {
+        let (status, reply, _) = post(&url, &body).await;
+        assert_eq!(status, want, "{body}: {reply}");
+        assert!(reply.to_string().contains(says), "{body}: {reply} should say {says}");
+    }
+    let (status, reply, _) = post(
+        &format!("{}/openrlhf", served.url),
+        &json!({"query": ["q"], "prompts": ["p"], "labels": ["the answer is 42"]}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        reply["error"].as_str().unwrap().starts_with("labels[0]: not a redjury label"),
+        "{reply}"
+    );
+    // Not a .docx at all: a gate failure (a real 0), not an error.
+    let junk = base64::engine::general_purpose::STANDARD.encode(b"not a zip");
+    let (status, reply, _) =
+        post(&url, &json!({"task": "redline-s1-t1-g01a", "docx_base64": junk})).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["status"], "gate_failed");
+    assert_eq!(reply["reward"], 0.0);
+    // A path under --allow-path is read.
+    let (status, reply, _) =
+        post(&url, &json!({"task": "redline-s1-t1-g01a", "path": p(&allowed.join("ok.docx"))}))
+            .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["status"], "scored");
+    assert!(servers.iter().all(|s| s.requests().len() == 1), "only the good request was judged");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openrlhf_and_inline_tasks() {
+    let dir = temp_dir("serve-openrlhf");
+    let (panel, _servers) = all_answering(&dir).await;
+    // The outputs and the inline task's input document are under scenarios/.
+    let served =
+        start(&dir, serve_args(&panel, &dir, &["--allow-path", &p(&root().join("scenarios"))]));
+    let label =
+        |task: &str, kind: &str| json!({"task": task, "path": p(&output(kind, task))}).to_string();
+    let body = json!({
+        "query": ["<prompt> rollout one", "<prompt> rollout two"],
+        "prompts": ["<prompt>", "<prompt>"],
+        "labels": [label("redline-s1-t1-g01a", "strong"), label("redline-s1-t1-g01a", "gate-fail")],
+        "metas": [{}, {}],
+    });
+    let (status, reply, _) = post(&format!("{}/openrlhf", served.url), &body).await;
+    assert_eq!(status, 200, "{reply}");
+    let rewards = reply["rewards"].as_array().unwrap();
+    assert_eq!(rewards.len(), 2);
+    assert!(rewards[0].as_f64().unwrap() >= 0.0);
+    assert_eq!(rewards[1], 0.0, "the gate failure");
+    assert_eq!(reply["scores"], reply["rewards"]);
+    assert_eq!(reply["extra_logs"]["redjury_gate_passed"], json!([1.0, 0.0]));
+
+    // An inline task is validated as a task file is.
+    let spec: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("rubrics/redline-s1-t1-g01a.json")).unwrap(),
+    )
+    .unwrap();
+    let doc = b64(&output("strong", "redline-s1-t1-g01a"));
+    let (status, inline, _) = post(
+        &format!("{}/v1/score", served.url),
+        &json!({"task": "redline-s1-t1-g01a", "task_spec": spec, "docx_base64": doc}),
+    )
+    .await;
+    assert_eq!(status, 200, "{inline}");
+    let (_, named, _) = post(
+        &format!("{}/v1/score", served.url),
+        &json!({"task": "redline-s1-t1-g01a", "docx_base64": doc}),
+    )
+    .await;
+    assert_eq!(inline["reward"], named["reward"]);
+    let mut broken = spec.clone();
+    broken["rubrics"][0]["weight"] = json!(11);
+    let (status, reply, _) = post(
+        &format!("{}/v1/score", served.url),
+        &json!({"task": "redline-s1-t1-g01a", "task_spec": broken, "docx_base64": doc}),
+    )
+    .await;
+    assert_eq!(status, 400, "{reply}");
+    assert!(reply["error"].as_str().unwrap().contains("weight"), "{reply}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
