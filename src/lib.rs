@@ -1,7 +1,36 @@
 //! redjury: scores contract redlines (.docx with tracked changes and
 //! comments) with a panel of LLM judges.
 //!
-//! Data flows one way, one module per stage; see ARCHITECTURE.md.
+//! Data flows one way, one module per stage; see ARCHITECTURE.md. A Rust
+//! program (a trainer, an evaluation harness) needs only what is
+//! re-exported here: build a [`Scorer`] once and share it; every call to it
+//! shares the judges' rate limits, the cache and the de-duplication of
+//! identical judge calls.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use redjury::{JudgeMode, OutputSource, PanelConfig, Scorer, ScorerConfig, Status, Templates};
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let scorer = Scorer::new(ScorerConfig {
+//!     panel: PanelConfig::load("panel.toml".as_ref())?,
+//!     templates: Templates::builtin(),
+//!     cache_path: "cache.sqlite".into(),
+//!     mode: JudgeMode::Live,
+//! })?;
+//! let tasks = redjury::load_tasks("rubrics".as_ref())?;
+//! let task = Arc::new(tasks.into_iter().next().ok_or("no task")?);
+//! let output = OutputSource::Bytes(std::fs::read("rollout.docx")?);
+//! let row = scorer.score(task, output, "step-12-sample-3").await;
+//! match row.status {
+//!     // A gate failure is a real 0; a scored row has its reward.
+//!     Status::Scored | Status::GateFailed => println!("reward {:?}", row.reward),
+//!     // Never a silent 0: the judges could not reach the quorum.
+//!     Status::Incomplete | Status::Pending => println!("no reward: {:?}", row.reason),
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod aggregate;
 pub mod cache;
@@ -18,3 +47,11 @@ pub mod serve;
 pub mod task;
 pub mod verdict;
 pub mod view;
+
+pub use judge::config::PanelConfig;
+pub use pipeline::{JudgeMode, OutputSource, Scorer, ScorerConfig, ScorerError};
+pub use prompt::Templates;
+pub use score::{Reward, RubricResult, Status, TaskResult};
+pub use serve::{OnIncomplete, ServeOptions, Service};
+pub use task::{Rubric, Side, Task, TaskError, load_tasks, task_from_json};
+pub use verdict::Verdict;

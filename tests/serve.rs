@@ -545,3 +545,29 @@ async fn openrlhf_and_inline_tasks() {
     assert!(reply["error"].as_str().unwrap().contains("weight"), "{reply}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_client_and_adapters_work_against_the_server() {
+    let dir = temp_dir("serve-python");
+    let (panel, _servers) = all_answering(&dir).await;
+    let scenarios = root().join("scenarios");
+    let served = start(&dir, serve_args(&panel, &dir, &["--allow-path", &p(&scenarios)]));
+    let task = "redline-s1-t1-g01a";
+    let (url, good, bad) = (served.url.clone(), output("strong", task), output("gate-fail", task));
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .arg(root().join("clients/python/test_clients.py"))
+            .env("REDJURY_URL", url)
+            .env("REDJURY_TEST_TASK", task)
+            .env("REDJURY_TEST_DOCX", good)
+            .env("REDJURY_TEST_BAD_DOCX", bad)
+            .output()
+            .expect("python3 is installed (CI installs it)")
+    })
+    .await
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("Ran 9 tests") && !err.contains("skipped"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
