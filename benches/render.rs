@@ -16,43 +16,6 @@ use std::time::{Duration, Instant};
 use redjury::docx::{Limits, from_bytes};
 use redjury::view::annotated;
 
-/// A contract of `sections` × 8 numbered paragraphs with two authors'
-/// revisions and comments spread through it.
-fn synthetic_contract(sections: usize) -> Vec<u8> {
-    let mut body = String::new();
-    let mut comments = String::new();
-    let mut rev = 0u32;
-    let mut cmt = 0u32;
-    for s in 0..sections {
-        body.push_str(&common::np(1, 0, &common::run(&format!("SECTION HEADING {s}"))));
-        for c in 0..7 {
-            let author = if (s + c) % 2 == 0 { "Vendor Counsel" } else { "Customer Counsel" };
-            let mut inner = common::run(
-                "The Supplier shall provide the Services with reasonable skill and care and in accordance with Good Industry Practice, ",
-            );
-            if c % 3 != 2 {
-                rev += 2;
-                inner.push_str(&common::del(rev, author, "within thirty (30) days"));
-                inner.push_str(&common::ins(rev + 1, author, "within forty-five (45) days"));
-            }
-            if c % 4 == 0 {
-                cmt += 1;
-                inner.push_str(&format!(r#"<w:commentRangeStart w:id="{cmt}"/>{}<w:commentRangeEnd w:id="{cmt}"/><w:r><w:commentReference w:id="{cmt}"/></w:r>"#, common::run(" subject to Clause 9.2")));
-                comments.push_str(&format!(r#"<w:comment w:id="{cmt}" w:author="{author}"><w:p><w:r><w:t>We cannot accept this without a cap; see our playbook position {cmt}.</w:t></w:r></w:p></w:comment>"#));
-            }
-            inner.push_str(&common::run(" and the Customer shall pay the Fees."));
-            body.push_str(&common::np(1, if c % 2 == 0 { 1 } else { 2 }, &inner));
-        }
-    }
-    let docx = common::Docx {
-        body,
-        comments: Some(comments),
-        numbering: Some(common::contract_numbering()),
-        ..Default::default()
-    };
-    docx.bytes()
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -103,7 +66,7 @@ fn main() {
         }
     }
     corpus.sort();
-    let synthetic = synthetic_contract(40);
+    let synthetic = common::synthetic_contract(40, "");
     let synthetic_path = std::env::temp_dir().join("redjury-bench-synthetic.docx");
     std::fs::write(&synthetic_path, &synthetic).expect("write synthetic contract");
     let doc = from_bytes(synthetic.clone(), Limits::default()).expect("synthetic loads");

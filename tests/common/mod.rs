@@ -139,6 +139,47 @@ pub fn np(num: u32, lvl: u32, inner: &str) -> String {
 pub fn contract_numbering() -> String {
     r#"<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl><w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1.%2"/></w:lvl><w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="(%3)"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="1"/></w:num>"#.to_string()
 }
+/// A contract of `sections` × 8 numbered paragraphs with two authors'
+/// revisions and comments spread through it, and `note` as a last
+/// paragraph (distinct notes make distinct documents).
+pub fn synthetic_contract(sections: usize, note: &str) -> Vec<u8> {
+    let mut body = String::new();
+    let mut comments = String::new();
+    let mut rev = 0u32;
+    let mut cmt = 0u32;
+    for s in 0..sections {
+        body.push_str(&np(1, 0, &run(&format!("SECTION HEADING {s}"))));
+        for c in 0..7 {
+            let author = if (s + c) % 2 == 0 { "Vendor Counsel" } else { "Customer Counsel" };
+            let mut inner = run(
+                "The Supplier shall provide the Services with reasonable skill and care and in accordance with Good Industry Practice, ",
+            );
+            if c % 3 != 2 {
+                rev += 2;
+                inner.push_str(&del(rev, author, "within thirty (30) days"));
+                inner.push_str(&ins(rev + 1, author, "within forty-five (45) days"));
+            }
+            if c % 4 == 0 {
+                cmt += 1;
+                inner.push_str(&format!(r#"<w:commentRangeStart w:id="{cmt}"/>{}<w:commentRangeEnd w:id="{cmt}"/><w:r><w:commentReference w:id="{cmt}"/></w:r>"#, run(" subject to Clause 9.2")));
+                comments.push_str(&format!(r#"<w:comment w:id="{cmt}" w:author="{author}"><w:p><w:r><w:t>We cannot accept this without a cap; see our playbook position {cmt}.</w:t></w:r></w:p></w:comment>"#));
+            }
+            inner.push_str(&run(" and the Customer shall pay the Fees."));
+            body.push_str(&np(1, if c % 2 == 0 { 1 } else { 2 }, &inner));
+        }
+    }
+    if !note.is_empty() {
+        body.push_str(&p(note));
+    }
+    let docx = Docx {
+        body,
+        comments: Some(comments),
+        numbering: Some(contract_numbering()),
+        ..Default::default()
+    };
+    docx.bytes()
+}
+
 pub mod e2e;
 pub mod mock;
 pub mod served;
