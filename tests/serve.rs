@@ -571,3 +571,53 @@ async fn the_python_client_and_adapters_work_against_the_server() {
     assert!(err.contains("Ran 9 tests") && !err.contains("skipped"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passed_deadline_is_503_and_the_work_goes_on() {
+    let dir = temp_dir("serve-deadline");
+    let (panel, servers) = all_slow(&dir, Duration::from_millis(2500)).await;
+    let served = start(&dir, serve_args(&panel, &dir, &["--deadline", "1"]));
+    let task = "redline-s1-t1-g01a";
+    let body = json!({"task": task, "docx_base64": b64(&output("strong", task))});
+    let url = format!("{}/v1/score", served.url);
+    let (status, reply, headers) = post(&url, &body).await;
+    assert_eq!(status, 503, "{reply}");
+    assert!(reply["error"].as_str().unwrap().contains("the work goes on"), "{reply}");
+    assert!(headers.contains_key("retry-after"));
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (status, reply, _) = post(&url, &body).await;
+    assert_eq!(status, 200, "the retry is answered from the finished work: {reply}");
+    assert!(servers.iter().all(|s| s.requests().len() == 1), "no judge was asked twice");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_document_can_come_with_the_request() {
+    let dir = temp_dir("serve-input");
+    let (panel, _servers) = all_answering(&dir).await;
+    let served = start(&dir, serve_args(&panel, &dir, &[]));
+    let url = format!("{}/v1/score", served.url);
+    // Turn 3: the input holds this side's turn-1 changes, which only a
+    // gate that knows the input sets apart.
+    let task = "redline-s1-t3-g01a";
+    let spec_text = std::fs::read_to_string(root().join(format!("rubrics/{task}.json"))).unwrap();
+    let mut spec: Value = serde_json::from_str(&spec_text).unwrap();
+    let input = root().join("rubrics").join(spec["input"].as_str().unwrap());
+    spec.as_object_mut().unwrap().remove("input");
+    let doc = b64(&output("strong", task));
+    let (_, named, _) = post(&url, &json!({"task": task, "docx_base64": doc})).await;
+    let (status, sent, _) = post(
+        &url,
+        &json!({"task": task, "task_spec": spec, "docx_base64": doc, "input_base64": b64(&input)}),
+    )
+    .await;
+    assert_eq!(status, 200, "{sent}");
+    assert_eq!(sent["gate"], named["gate"], "the gate compares with the input sent");
+    assert!(sent["gate"]["reason"].as_str().unwrap().contains("carried over from the input"));
+    assert_eq!(sent["reward"], named["reward"]);
+    let (status, reply, _) =
+        post(&url, &json!({"task": task, "docx_base64": doc, "input_base64": b64(&input)})).await;
+    assert_eq!(status, 400);
+    assert!(reply["error"].as_str().unwrap().contains("already has an input document"), "{reply}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
