@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::mock::*;
 use redjury::cache::Cache;
-use redjury::judge::config::{ANTHROPIC_VERSION, JudgeConfig, Provider};
+use redjury::judge::config::{ANTHROPIC_VERSION, JudgeConfig, Provider, Rate};
 use redjury::judge::verdicts::JudgeVote;
 use redjury::judge::{Auth, Judge};
 use redjury::prompt::{Prompt, Templates};
@@ -25,7 +25,8 @@ fn config(provider: Provider, url: &str) -> JudgeConfig {
         _ => url.to_string(),
     };
     c.api_key_env = Some("UNUSED".into());
-    (c.rpm, c.tpm, c.max_concurrency, c.timeout_secs, c.max_attempts) = (6000, 10_000_000, 4, 5, 4);
+    (c.rpm, c.tpm, c.max_concurrency, c.timeout_secs, c.max_attempts) =
+        (Rate::PerMinute(6000), Rate::PerMinute(10_000_000), 4, 5, 4);
     (c.max_output_tokens, c.retry_base_ms, c.retry_max_secs) = (1024, 20, 5);
     c
 }
@@ -319,7 +320,7 @@ async fn a_permanent_failure_ends_as_an_abstention_and_a_bad_key_stops_traffic()
 async fn the_limiter_keeps_requests_under_the_rate() {
     let server = MockServer::start(answering("openai", &["r1"])).await;
     let mut cfg = config(Provider::Openai, &server.url());
-    cfg.rpm = 600; // 10 a second
+    cfg.rpm = Rate::PerMinute(600); // 10 a second
     cfg.max_concurrency = 16;
     let judge = Arc::new(with_config(cfg));
     let (cache, _) = temp_cache("limiter");
@@ -416,7 +417,7 @@ async fn a_per_prompt_4xx_fails_only_that_call() {
 async fn the_token_limiter_paces_large_calls() {
     let server = MockServer::start(answering("openai", &["r1"])).await;
     let mut cfg = config(Provider::Openai, &server.url());
-    cfg.tpm = 600_000; // 10,000 tokens a second, a bucket of 30,000
+    cfg.tpm = Rate::PerMinute(600_000); // 10,000 tokens a second, a bucket of 30,000
     cfg.max_output_tokens = 8192; // each call is estimated at ~9,400 tokens
     cfg.max_concurrency = 8;
     let judge = Arc::new(with_config(cfg));
@@ -682,4 +683,35 @@ async fn identical_concurrent_calls_share_one_request() {
         assert_eq!(h.await.expect("join").failure, None);
     }
     assert_eq!(server.requests().len(), 1, "ten identical calls in flight at once, one request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn header_pacing_holds_a_sliding_window_limit() {
+    // 40 a second in any sliding second; rpm set to the limit, then learned.
+    for rpm in [Rate::PerMinute(2400), Rate::Auto] {
+        let (handler, window) = sliding_window("openai", 40, Reports::OpenAi);
+        let server = MockServer::start(handler).await;
+        let mut cfg = config(Provider::Openai, &server.url());
+        (cfg.rpm, cfg.max_concurrency, cfg.max_attempts) = (rpm, 16, 6);
+        let judge = Arc::new(with_config(cfg));
+        let (cache, _) = temp_cache(&format!("sliding-{rpm:?}"));
+        let mut set = tokio::task::JoinSet::new();
+        for i in 0..200 {
+            let (judge, cache) = (judge.clone(), cache.clone());
+            set.spawn(async move { judge.call(&prompt(&format!("doc {i}")), 0, &cache).await });
+        }
+        while let Some(r) = set.join_next().await {
+            assert_eq!(r.expect("join").failure, None);
+        }
+        let w = window.lock().unwrap();
+        assert!(w.rate() >= 0.95 * 40.0, "{rpm:?}: {:.2}/s of a 40/s limit", w.rate());
+        assert!(
+            w.refused_share() <= 0.005,
+            "{rpm:?}: {} of {} answered 429",
+            w.refused,
+            w.accepted.len() + w.refused
+        );
+        let seen = judge.observed_limits();
+        assert_eq!(seen.requests_per_minute, Some(2400), "the limit the provider reported");
+    }
 }

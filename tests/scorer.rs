@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::mock::*;
 use redjury::cache::Cache;
-use redjury::judge::config::{JudgeConfig, Provider};
+use redjury::judge::config::{JudgeConfig, Provider, Rate};
 use redjury::judge::{Auth, Judge};
 use redjury::pipeline::{JudgeMode, OutputSource, Progress, Scorer};
 use redjury::prompt::Templates;
@@ -39,7 +39,8 @@ fn root() -> std::path::PathBuf {
 async fn progress_counts_judge_calls_only_and_says_which_came_from_the_cache() {
     let server = MockServer::start(answering("openai", &["r01"])).await;
     let mut c = JudgeConfig::new("gpt", Provider::Openai, "m");
-    (c.base_url, c.rpm, c.tpm) = (format!("{}/v1", server.url()), 6000, 10_000_000);
+    (c.base_url, c.rpm, c.tpm) =
+        (format!("{}/v1", server.url()), Rate::PerMinute(6000), Rate::PerMinute(10_000_000));
     let judge = Arc::new(Judge::new(c, Auth::Key("k".into())).expect("judge"));
     let path = std::env::temp_dir().join(format!("redjury-scorer-{}.sqlite", std::process::id()));
     let _ = std::fs::remove_file(&path);

@@ -89,6 +89,34 @@ struct VoteFile {
     quorum: Option<Spanned<i64>>,
 }
 
+/// `rpm` / `tpm` as written: a number, or "auto".
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RateField {
+    Number(i64),
+    Text(String),
+}
+
+/// A rate limit of a judge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rate {
+    /// This many a minute, paced evenly.
+    PerMinute(u32),
+    /// Learned from the provider's rate-limit headers.
+    Auto,
+}
+
+impl Rate {
+    /// The configured figure, when there is one.
+    pub fn per_minute(self) -> Option<u32> {
+        match self {
+            Rate::PerMinute(n) => Some(n),
+            Rate::Auto => None,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct JudgeFile {
@@ -98,8 +126,8 @@ struct JudgeFile {
     base_url: Option<String>,
     /// `""` = the server needs no key (a local server).
     api_key_env: Option<String>,
-    rpm: Spanned<i64>,
-    tpm: Spanned<i64>,
+    rpm: Spanned<RateField>,
+    tpm: Spanned<RateField>,
     max_concurrency: Spanned<i64>,
     timeout_secs: Spanned<i64>,
     max_attempts: Spanned<i64>,
@@ -131,10 +159,11 @@ pub struct JudgeConfig {
     /// The environment variable holding the key; `None` when the server
     /// needs no key.
     pub api_key_env: Option<String>,
-    /// Requests per minute, paced evenly.
-    pub rpm: u32,
-    /// Tokens per minute (prompt estimate + output budget).
-    pub tpm: u32,
+    /// Requests per minute, paced evenly (at most; the provider's headers
+    /// may slow it down), or learned from the headers.
+    pub rpm: Rate,
+    /// Tokens per minute (prompt estimate + output budget), or learned.
+    pub tpm: Rate,
     /// Calls in flight at once.
     pub max_concurrency: u32,
     /// Seconds a request may take.
@@ -178,8 +207,8 @@ impl JudgeConfig {
             model: model.to_string(),
             base_url: provider.default_base_url().to_string(),
             api_key_env: Some(provider.default_key_env().to_string()),
-            rpm: 60,
-            tpm: 100_000,
+            rpm: Rate::PerMinute(60),
+            tpm: Rate::PerMinute(100_000),
             max_concurrency: 4,
             timeout_secs: 60,
             max_attempts: 4,
@@ -282,6 +311,35 @@ impl Locator<'_> {
         }
         Ok(n as u64)
     }
+    /// A rate: a number in 1..=hi, or "auto" for a provider that sends
+    /// rate-limit headers.
+    fn rate(
+        &self,
+        v: &Spanned<RateField>,
+        field: &str,
+        judge: &str,
+        provider: Provider,
+        hi: i64,
+    ) -> Result<Rate, ConfigError> {
+        match v.get_ref() {
+            RateField::Number(n) => {
+                let spanned = Spanned::new(v.span(), *n);
+                Ok(Rate::PerMinute(self.int(&spanned, field, judge, 1, hi)? as u32))
+            }
+            RateField::Text(t) if t.trim() == "auto" && provider != Provider::Gemini => Ok(Rate::Auto),
+            RateField::Text(t) if t.trim() == "auto" => Err(self.at(
+                v.span(),
+                format!(
+                    "judge '{judge}': {field} = \"auto\" needs rate-limit headers, which Gemini does not send; give a number"
+                ),
+            )),
+            RateField::Text(t) => Err(self.at(
+                v.span(),
+                format!("judge '{judge}': {field} must be a number or \"auto\", got {t:?}"),
+            )),
+        }
+    }
+
     fn opt(
         &self,
         v: &Option<Spanned<i64>>,
@@ -392,8 +450,8 @@ fn judge(loc: &Locator<'_>, j: &JudgeFile) -> Result<JudgeConfig, ConfigError> {
         model: j.model.clone(),
         base_url,
         api_key_env,
-        rpm: loc.int(&j.rpm, "rpm", n, 1, 1_000_000)? as u32,
-        tpm: loc.int(&j.tpm, "tpm", n, 1, 1_000_000_000)? as u32,
+        rpm: loc.rate(&j.rpm, "rpm", n, j.provider, 1_000_000)?,
+        tpm: loc.rate(&j.tpm, "tpm", n, j.provider, 1_000_000_000)?,
         max_concurrency: loc.int(&j.max_concurrency, "max_concurrency", n, 1, 1024)? as u32,
         timeout_secs: loc.int(&j.timeout_secs, "timeout_secs", n, 1, 3600)?,
         max_attempts: loc.int(&j.max_attempts, "max_attempts", n, 1, 20)? as u32,
@@ -496,6 +554,19 @@ max_attempts = 3
         )
         .expect("loads");
         assert_eq!(keyless.judges[0].api_key_env, None, "an empty api_key_env means no key");
+    }
+
+    #[test]
+    fn rates_are_numbers_or_auto_where_headers_come() {
+        let auto =
+            ONE.replace("rpm = 60", "rpm = \"auto\"").replace("tpm = 100000", "tpm = \"auto\"");
+        let p = PanelConfig::parse(&auto, "p.toml").expect("loads");
+        assert_eq!((p.judges[0].rpm, p.judges[0].tpm), (Rate::Auto, Rate::Auto));
+        let gemini = auto.replace("provider = \"openai\"", "provider = \"gemini\"");
+        let e = error(&gemini);
+        assert!(e.contains("line 6") && e.contains("Gemini does not send"), "{e}");
+        let e = error(&ONE.replace("rpm = 60", "rpm = \"fast\""));
+        assert!(e.contains("rpm must be a number or \"auto\", got \"fast\""), "{e}");
     }
 
     fn error(text: &str) -> String {

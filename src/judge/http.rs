@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use super::headers::RateHeaders;
 use super::provider::Request;
 
 /// A reply as received: status, the headers we use, body text.
@@ -17,6 +18,8 @@ pub struct Received {
     pub retry_after: Option<Duration>,
     /// `x-should-retry`, when the server sent it.
     pub should_retry: Option<bool>,
+    /// The rate-limit budgets the reply reported.
+    pub limits: RateHeaders,
 }
 
 /// Why no reply was received.
@@ -64,7 +67,8 @@ pub async fn exchange(
         Some("false") => Some(false),
         _ => None,
     };
-    Ok(Received { status, body, retry_after, should_retry })
+    let limits = RateHeaders::read(&|name: &str| header(name).map(str::to_string));
+    Ok(Received { status, body, retry_after, should_retry, limits })
 }
 
 fn transport(e: reqwest::Error) -> TransportError {

@@ -12,8 +12,9 @@
 //! let an API key reach a log, an error, the cache or the results.
 
 pub mod config;
+pub mod headers;
 mod http;
-pub(crate) mod limiter;
+pub mod limiter;
 pub mod provider;
 pub mod verdicts;
 
@@ -245,6 +246,11 @@ impl Judge {
         }
     }
 
+    /// The rate limits the provider reported and the pace now.
+    pub fn observed_limits(&self) -> limiter::ObservedLimits {
+        self.limiter.observed()
+    }
+
     /// Why traffic to this judge stopped, if it did.
     pub fn stopped(&self) -> Option<String> {
         self.stopped.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -379,14 +385,14 @@ impl Judge {
             if attempts.fetch_add(1, Ordering::Relaxed) > 0 {
                 self.counters.retries.fetch_add(1, Ordering::Relaxed);
             }
-            let _permit = self.limiter.acquire(estimate).await;
+            let pass = self.limiter.acquire(estimate).await;
             // Checked again after the wait: a judge stopped meanwhile gets
             // no more requests.
             if let Some(reason) = self.stopped() {
                 return Err(AttemptError::Stopped { reason: format!("judge stopped: {reason}") });
             }
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            self.attempt(api_key, prompt).await
+            self.attempt(api_key, prompt, &pass).await
         };
         let cap = Duration::from_secs(self.config.retry_max_secs);
         let policy = ExponentialBuilder::default()
@@ -432,19 +438,31 @@ impl Judge {
         &self,
         api_key: Option<&str>,
         prompt: &Prompt,
+        pass: &limiter::Pass,
     ) -> Result<StoredResponse, AttemptError> {
         let name = &self.config.name;
         let req = provider::build(&self.config, api_key, prompt);
-        let received = http::exchange(&self.http, &req, self.config.max_reply_bytes).await.map_err(|e| {
+        let exchanged = http::exchange(&self.http, &req, self.config.max_reply_bytes).await;
+        if exchanged.is_err() {
+            self.limiter.unanswered(pass);
+        }
+        let received = exchanged.map_err(|e| {
             let message = match e {
-                http::TransportError::Timeout => format!("judge '{name}': no answer within {} s", self.config.timeout_secs),
-                http::TransportError::Connection(m) => format!("judge '{name}': connection error: {m}"),
+                http::TransportError::Timeout => {
+                    format!("judge '{name}': no answer within {} s", self.config.timeout_secs)
+                }
+                http::TransportError::Connection(m) => {
+                    format!("judge '{name}': connection error: {m}")
+                }
                 http::TransportError::TooLarge { limit } => {
-                    format!("judge '{name}': the reply is larger than {limit} bytes (max_reply_bytes)")
+                    format!(
+                        "judge '{name}': the reply is larger than {limit} bytes (max_reply_bytes)"
+                    )
                 }
             };
             AttemptError::Retryable { message, retry_after: None }
         })?;
+        self.limiter.observe(pass, &received.limits, received.status == 429);
         if (200..300).contains(&received.status) {
             return self.answer(prompt, &received.body);
         }

@@ -354,6 +354,7 @@ pub fn summarize(
                 .then(|| c.cached_tokens as f64 / c.input_tokens as f64),
             cost: prices.cost(&j.config.model, crate::report::Billed::of(&c)),
             estimate,
+            observed_limits: (c.requests > 0).then(|| j.observed_limits()),
         };
         summary.judges.insert(j.config.name.clone(), s);
     }

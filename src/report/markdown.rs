@@ -153,6 +153,32 @@ fn judges(out: &mut String, s: &Summary) {
         );
     }
     for (name, j) in &s.judges {
+        let Some(o) = &j.observed_limits else { continue };
+        let reported: Vec<String> = [
+            (o.requests_per_minute, "requests"),
+            (o.tokens_per_minute, "tokens"),
+            (o.input_tokens_per_minute, "input tokens"),
+            (o.output_tokens_per_minute, "output tokens"),
+        ]
+        .iter()
+        .filter_map(|(v, what)| v.map(|n| format!("{n} {what}")))
+        .collect();
+        let reported = if reported.is_empty() {
+            "no limits reported".to_string()
+        } else {
+            format!("limits reported: {} a minute", reported.join(", "))
+        };
+        let _ = writeln!(
+            out,
+            "\n{name}: {reported}; paced at {:.0} requests a minute at the end{}",
+            o.paced_rpm,
+            match o.slowdowns {
+                0 => String::new(),
+                n => format!(", slowed down {n} times by 429s"),
+            }
+        );
+    }
+    for (name, j) in &s.judges {
         if let Some(why) = &j.stopped {
             let _ = writeln!(out, "\n**{name} was stopped during the run:** {why}");
         }

@@ -160,6 +160,10 @@ pub struct JudgeSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// What a dry run expects (dry runs only).
     pub estimate: Option<Estimate>,
+    /// The rate limits the provider reported and the pace the judge ended
+    /// at (when it sent any request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_limits: Option<crate::judge::limiter::ObservedLimits>,
 }
 
 /// Figures over each task's best trial.

@@ -83,6 +83,8 @@ impl MockServer {
         tokio::spawn(async move {
             loop {
                 let Ok((mut socket, _)) = listener.accept().await else { return };
+                // As real servers do: no Nagle delay between head and body.
+                let _ = socket.set_nodelay(true);
                 let handler = handler.clone();
                 let log = log2.clone();
                 tokio::spawn(async move {
@@ -247,4 +249,119 @@ pub fn answering(provider: &'static str, pass: &'static [&'static str]) -> Handl
             &verdicts_json(&ids, &|id| if pass.contains(&id) { "PASS" } else { "FAIL" }),
         ))
     })
+}
+
+/// What a rate-limited mock says of its budget in each reply.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Reports {
+    /// No rate-limit headers (as Gemini).
+    Nothing,
+    /// OpenAI's `x-ratelimit-*-requests` headers.
+    OpenAi,
+}
+
+/// When a rate-limited mock accepted and refused requests.
+#[derive(Default)]
+pub struct Window {
+    pub accepted: Vec<Instant>,
+    pub refused: usize,
+    pub refused_at: Vec<Instant>,
+}
+
+impl Window {
+    /// Accepted requests a second over the span they arrived in.
+    pub fn rate(&self) -> f64 {
+        let (Some(first), Some(last)) = (self.accepted.first(), self.accepted.last()) else {
+            return 0.0;
+        };
+        (self.accepted.len() - 1) as f64 / (*last - *first).as_secs_f64()
+    }
+
+    /// The share of requests answered 429.
+    pub fn refused_share(&self) -> f64 {
+        self.refused as f64 / (self.refused + self.accepted.len()).max(1) as f64
+    }
+}
+
+/// A judge that allows `per_second` requests in any sliding one-second
+/// window and answers 429 beyond, reporting its budget as `reports` says.
+pub fn sliding_window(
+    provider: &'static str,
+    per_second: usize,
+    reports: Reports,
+) -> (Handler, Arc<Mutex<Window>>) {
+    shared_window(provider, per_second, reports, 0)
+}
+
+/// [`sliding_window`] whose budget another client also spends, at
+/// `others_per_second` evenly spaced requests (call inside a runtime).
+pub fn shared_window(
+    provider: &'static str,
+    per_second: usize,
+    reports: Reports,
+    others_per_second: usize,
+) -> (Handler, Arc<Mutex<Window>>) {
+    let recent = Arc::new(Mutex::new(std::collections::VecDeque::<Instant>::new()));
+    if others_per_second > 0 {
+        let other = recent.clone();
+        let every = Duration::from_secs_f64(1.0 / others_per_second as f64);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                let now = Instant::now();
+                let mut r = other.lock().expect("recent");
+                while r.front().is_some_and(|t| now - *t >= Duration::from_secs(1)) {
+                    r.pop_front();
+                }
+                if r.len() < per_second {
+                    r.push_back(now);
+                }
+            }
+        });
+    }
+    let window: Arc<Mutex<Window>> = Arc::default();
+    let tally = window.clone();
+    let handler: Handler = Arc::new(move |req: &Recorded, _| {
+        let now = Instant::now();
+        let mut recent = recent.lock().expect("recent");
+        while recent.front().is_some_and(|t| now - *t >= Duration::from_secs(1)) {
+            recent.pop_front();
+        }
+        let accepted = recent.len() < per_second;
+        if accepted {
+            recent.push_back(now);
+            tally.lock().expect("tally").accepted.push(now);
+        } else {
+            let mut t = tally.lock().expect("tally");
+            t.refused += 1;
+            t.refused_at.push(now);
+        }
+        // Whole again when the newest request leaves the window.
+        let reset = recent.back().map(|t| Duration::from_secs(1).saturating_sub(now - *t));
+        let mut headers: Vec<(String, String)> = Vec::new();
+        if reports == Reports::OpenAi {
+            headers.push(("x-ratelimit-limit-requests".into(), (per_second * 60).to_string()));
+            headers.push((
+                "x-ratelimit-remaining-requests".into(),
+                (per_second - recent.len()).to_string(),
+            ));
+            if let Some(r) = reset {
+                headers.push(("x-ratelimit-reset-requests".into(), format!("{}ms", r.as_millis())));
+            }
+        }
+        if !accepted {
+            let oldest = recent.front().map(|t| Duration::from_secs(1).saturating_sub(now - *t));
+            let wait = oldest.unwrap_or_default().as_millis().max(1);
+            headers.push(("retry-after-ms".into(), wait.to_string()));
+            return Action::Respond {
+                status: 429,
+                headers,
+                body: r#"{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}"#.into(),
+            };
+        }
+        let body = success_body(provider, &verdicts_json(&req.rubric_ids(), &|_| "PASS"));
+        Action::Respond { status: 200, headers, body }
+    });
+    (handler, window)
 }
