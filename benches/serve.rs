@@ -241,6 +241,7 @@ async fn warm(root: &Path, work: &Path) {
         templates: redjury::Templates::builtin(),
         cache_path: work.join("warm.sqlite"),
         mode: redjury::JudgeMode::Live,
+        dispatch: redjury::Dispatch::Live,
     };
     let scorer = redjury::Scorer::new(config).unwrap();
     let task = Arc::new(

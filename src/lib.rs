@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use redjury::{JudgeMode, OutputSource, PanelConfig, Scorer, ScorerConfig, Status, Templates};
+//! use redjury::{Dispatch, JudgeMode, OutputSource, PanelConfig, Scorer, ScorerConfig, Status, Templates};
 //!
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! let scorer = Scorer::new(ScorerConfig {
@@ -17,6 +17,7 @@
 //!     templates: Templates::builtin(),
 //!     cache_path: "cache.sqlite".into(),
 //!     mode: JudgeMode::Live,
+//!     dispatch: Dispatch::Live,
 //! })?;
 //! let tasks = redjury::load_tasks("rubrics".as_ref())?;
 //! let task = Arc::new(tasks.into_iter().next().ok_or("no task")?);
@@ -49,7 +50,7 @@ pub mod verdict;
 pub mod view;
 
 pub use judge::config::PanelConfig;
-pub use pipeline::{JudgeMode, OutputSource, Scorer, ScorerConfig, ScorerError};
+pub use pipeline::{Dispatch, JudgeMode, OutputSource, Scorer, ScorerConfig, ScorerError};
 pub use prompt::Templates;
 pub use score::{Reward, RubricResult, Status, TaskResult};
 pub use serve::{OnIncomplete, ServeOptions, Service};

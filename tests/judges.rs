@@ -469,28 +469,16 @@ async fn retry_after_as_an_http_date_is_honoured() {
 
 /// IMF-fixdate for a Unix time (the inverse of what the client parses).
 fn http_date(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil from days (Howard Hinnant).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days.rem_euclid(7) as usize];
+    // "2026-12-01 09:30:00" → "Tue, 01 Dec 2026 09:30:00 GMT"
+    let utc = redjury::report::utc(secs);
+    let (date, time) = utc.split_once(' ').expect("date and time");
+    let parts: Vec<usize> = date.split('-').map(|x| x.parse().expect("number")).collect();
+    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+        [secs.div_euclid(86_400).rem_euclid(7) as usize];
     let month =
         ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-            [(m - 1) as usize];
-    format!(
-        "{weekday}, {d:02} {month} {y} {:02}:{:02}:{:02} GMT",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+            [parts[1] - 1];
+    format!("{weekday}, {:02} {month} {} {time} GMT", parts[2], parts[0])
 }
 
 async fn calls(

@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use redjury::aggregate::Bootstrap;
 use redjury::pipeline::run::{Replace, RunEnd, RunReport, RunSettings, Views};
-use redjury::pipeline::{JudgeMode, Scorer, ScorerConfig};
+use redjury::pipeline::{BatchFallback, Dispatch, JudgeMode, Scorer, ScorerConfig};
 use redjury::view::{self, ViewKind};
 
 mod defaults;
@@ -73,6 +73,21 @@ pub enum Command {
         #[arg(long, requires = "compare", value_parser = clap::value_parser!(u64).range(100..))]
         resamples: Option<u64>,
     },
+    /// List the provider batches recorded in a cache (from `score --batch`), or cancel them.
+    Batches {
+        /// The cache the runs used.
+        #[arg(long)]
+        cache: PathBuf,
+        /// The panel the runs used (for the keys and endpoints cancelling needs). Default: as for `score`.
+        #[arg(long)]
+        panel: Option<PathBuf>,
+        /// Cancel this batch (repeatable); what it answered before is collected by the next run.
+        #[arg(long)]
+        cancel: Vec<String>,
+        /// Cancel every batch not yet collected.
+        #[arg(long, conflicts_with = "cancel")]
+        cancel_all: bool,
+    },
     /// Serve rewards over HTTP for RL trainers (POST /v1/score, /v1/score/batch, /openrlhf; see docs/serve.md).
     Serve(ServeArgs),
     /// Check that a .docx loads and has a tracked change or comment by AUTHOR (exit 0 pass, 1 fail).
@@ -116,6 +131,18 @@ pub struct RunArgs {
     /// Skip writing views/ (large runs feeding a trainer: 10,000 views are ~300 MB).
     #[arg(long)]
     no_views: bool,
+    /// Send calls not in the cache through each provider's batch API (half price; results within 24 h; rerun to resume).
+    #[arg(long)]
+    batch: bool,
+    /// What becomes of calls a batch did not answer (errored, expired): sent live, or left to make the row incomplete.
+    #[arg(long, value_enum, default_value_t = Fallback::Live, requires = "batch")]
+    batch_fallback: Fallback,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Fallback {
+    Live,
+    Incomplete,
 }
 
 /// Who judges and how: shared by `score`, `rejudge` and `serve`.
@@ -272,6 +299,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => serve(args),
+        Command::Batches { cache, panel, cancel, cancel_all } => {
+            batches(&cache, panel.as_deref(), cancel, cancel_all)
+        }
         Command::Render { docx, view, output } => render(&docx, view, output.as_deref()),
         Command::Gate { docx, author, input } => gate(&docx, &author, input.as_deref()),
     }
@@ -319,9 +349,89 @@ fn setup(a: &RunArgs, tasks: Option<&Path>) -> anyhow::Result<Setup> {
         model: a.model.clone(),
     };
     Ok(Setup {
-        config: ScorerConfig { panel: found.panel, templates, cache_path: found.cache, mode },
+        config: ScorerConfig {
+            panel: found.panel,
+            templates,
+            cache_path: found.cache,
+            mode,
+            dispatch: match (a.batch, a.batch_fallback) {
+                (false, _) => Dispatch::Live,
+                (true, Fallback::Live) => Dispatch::Batch(BatchFallback::Live),
+                (true, Fallback::Incomplete) => Dispatch::Batch(BatchFallback::Incomplete),
+            },
+        },
         settings,
     })
+}
+
+fn batches(
+    cache_path: &Path,
+    panel: Option<&Path>,
+    mut cancel: Vec<String>,
+    cancel_all: bool,
+) -> anyhow::Result<ExitCode> {
+    if !cache_path.is_file() {
+        anyhow::bail!("no cache at {}", cache_path.display());
+    }
+    let cache = redjury::cache::Cache::open(cache_path)?;
+    let recorded = cache.batches()?;
+    if cancel_all {
+        cancel = recorded
+            .iter()
+            .filter(|b| b.state == redjury::cache::BatchState::Submitted)
+            .map(|b| b.id.clone())
+            .collect();
+    }
+    if cancel.is_empty() {
+        print!("{}", batch_table(&recorded));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let found = defaults::resolve(panel, None, Some(cache_path), Path::new("out"), None)?;
+    let judges: Vec<std::sync::Arc<redjury::judge::Judge>> = found
+        .panel
+        .judges
+        .iter()
+        .map(|c| redjury::judge::Judge::from_env(c.clone()).map(std::sync::Arc::new))
+        .collect::<Result<_, _>>()?;
+    let mut failed = false;
+    runtime()?.block_on(async {
+        for id in &cancel {
+            match redjury::judge::batch::cancel(&cache, &judges, id).await {
+                Ok(()) => {
+                    println!("cancel requested: {id} (the next run collects what it answered)")
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    failed = true;
+                }
+            }
+        }
+    });
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The recorded batches as a table.
+fn batch_table(recorded: &[redjury::cache::BatchRecord]) -> String {
+    if recorded.is_empty() {
+        return "no batches recorded in this cache\n".into();
+    }
+    let mut out = String::from("id\tjudge\tprovider\tstate\tcalls\tsubmitted (UTC)\tnote\n");
+    for b in recorded {
+        let state = match b.state {
+            redjury::cache::BatchState::Submitted => "submitted",
+            redjury::cache::BatchState::Collected => "collected",
+        };
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{state}\t{}\t{}\t{}\n",
+            b.id,
+            b.judge,
+            b.provider,
+            b.items,
+            redjury::report::utc(b.created_at),
+            b.note.as_deref().unwrap_or("")
+        ));
+    }
+    out
 }
 
 fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -334,11 +444,13 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| Refused(e.to_string()))?;
     let tasks = redjury::task::load_tasks(&a.tasks)?;
     let templates = a.judging.templates()?;
+    // The reward service answers while callers wait: never by batch.
     let config = ScorerConfig {
         panel: found.panel,
         templates,
         cache_path: found.cache,
         mode: JudgeMode::Live,
+        dispatch: Dispatch::Live,
     };
     let options = redjury::serve::ServeOptions {
         tasks_dir: a.tasks.clone(),

@@ -1,14 +1,21 @@
 //! The progress bar: judge calls only (tasks made only of checks need
-//! none), and how many came from the cache.
+//! none), and how many came from the cache; a line per change of a
+//! judge's batches.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use redjury::judge::batch::BatchReport;
 use redjury::pipeline::Progress;
 
 pub struct Bar {
     bar: Option<indicatif::ProgressBar>,
     cached: AtomicU64,
+    /// Batch lines are printed unless --quiet.
+    batch_lines: bool,
+    last_batch: Mutex<HashMap<String, BatchReport>>,
 }
 
 impl Bar {
@@ -23,7 +30,7 @@ impl Bar {
             }
             bar
         });
-        Bar { bar, cached: AtomicU64::new(0) }
+        Bar { bar, cached: AtomicU64::new(0), batch_lines: shown, last_batch: Mutex::default() }
     }
 
     pub fn finish(&self) {
@@ -49,6 +56,27 @@ impl Progress for Bar {
         if let Some(bar) = &self.bar {
             bar.inc(1);
             bar.set_message(format!("{cached} from the cache"));
+        }
+    }
+
+    fn batch(&self, judge: &str, r: &BatchReport) {
+        let mut last = self.last_batch.lock().unwrap_or_else(|p| p.into_inner());
+        if !self.batch_lines || last.get(judge) == Some(r) || r.calls == 0 {
+            return;
+        }
+        last.insert(judge.to_string(), r.clone());
+        let line = format!(
+            "batch {judge}: {} of {} batches ended; {} calls: {} answered, {} failed{}",
+            r.ended,
+            r.batches,
+            r.calls,
+            r.answered,
+            r.failed,
+            if r.provider.is_empty() { String::new() } else { format!(" · {}", r.provider) }
+        );
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
         }
     }
 }

@@ -38,6 +38,16 @@ impl Provider {
             Provider::Gemini => "https://generativelanguage.googleapis.com",
         }
     }
+    /// Calls and bytes per batch, a little under the documented limits
+    /// (OpenAI: 50,000 requests and 200 MB per input file; Anthropic:
+    /// 100,000 requests and 256 MB; Gemini: inline requests under 20 MB).
+    fn batch_limits(self) -> (u64, u64) {
+        match self {
+            Provider::Openai => (50_000, 190 << 20),
+            Provider::Anthropic => (100_000, 240 << 20),
+            Provider::Gemini => (50_000, 19 << 20),
+        }
+    }
     fn default_key_env(self) -> &'static str {
         match self {
             Provider::Openai => "OPENAI_API_KEY",
@@ -143,6 +153,12 @@ struct JudgeFile {
     output_tokens_field: Option<OutputTokensField>,
     structured_output: Option<StructuredOutput>,
     max_reply_bytes: Option<Spanned<i64>>,
+    /// How often a batch is polled (milliseconds).
+    batch_poll_ms: Option<Spanned<i64>>,
+    /// Calls per submitted batch, at most (default: the provider's limit).
+    batch_max_requests: Option<Spanned<i64>>,
+    /// Bytes per submitted batch, at most (default: under the provider's limit).
+    batch_max_bytes: Option<Spanned<i64>>,
 }
 
 /// One judge's settings.
@@ -188,6 +204,12 @@ pub struct JudgeConfig {
     pub structured_output: StructuredOutput,
     /// A longer reply is a failed attempt (never read whole into memory).
     pub max_reply_bytes: u64,
+    /// How often a submitted batch is polled, in milliseconds.
+    pub batch_poll_ms: u64,
+    /// Calls per submitted batch, at most.
+    pub batch_max_requests: u64,
+    /// Bytes per submitted batch, at most.
+    pub batch_max_bytes: u64,
 }
 
 /// Defaults of the optional settings.
@@ -195,6 +217,7 @@ const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 4096;
 const DEFAULT_RETRY_BASE_MS: u64 = 1000;
 const DEFAULT_RETRY_MAX_SECS: u64 = 60;
 const DEFAULT_MAX_REPLY_BYTES: u64 = 4 << 20;
+const DEFAULT_BATCH_POLL_MS: u64 = 30_000;
 
 impl JudgeConfig {
     /// A judge with the provider's defaults and modest limits (60 rpm,
@@ -221,6 +244,9 @@ impl JudgeConfig {
             output_tokens_field: OutputTokensField::default(),
             structured_output: StructuredOutput::default(),
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+            batch_poll_ms: DEFAULT_BATCH_POLL_MS,
+            batch_max_requests: provider.batch_limits().0,
+            batch_max_bytes: provider.batch_limits().1,
         }
     }
 
@@ -487,6 +513,27 @@ fn judge(loc: &Locator<'_>, j: &JudgeFile) -> Result<JudgeConfig, ConfigError> {
             n,
             (1024, 1 << 30),
             DEFAULT_MAX_REPLY_BYTES,
+        )?,
+        batch_poll_ms: loc.opt(
+            &j.batch_poll_ms,
+            "batch_poll_ms",
+            n,
+            (10, 3_600_000),
+            DEFAULT_BATCH_POLL_MS,
+        )?,
+        batch_max_requests: loc.opt(
+            &j.batch_max_requests,
+            "batch_max_requests",
+            n,
+            (1, j.provider.batch_limits().0 as i64),
+            j.provider.batch_limits().0,
+        )?,
+        batch_max_bytes: loc.opt(
+            &j.batch_max_bytes,
+            "batch_max_bytes",
+            n,
+            (1024, j.provider.batch_limits().1 as i64),
+            j.provider.batch_limits().1,
         )?,
     })
 }

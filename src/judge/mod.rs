@@ -11,6 +11,7 @@
 //! with their reason), never cache a truncated or unusable reply, and never
 //! let an API key reach a log, an error, the cache or the results.
 
+pub mod batch;
 pub mod config;
 pub mod headers;
 mod http;
@@ -55,6 +56,14 @@ pub struct Counters {
     pub cache_write_tokens: AtomicU64,
     /// Replies with status 429.
     pub rate_limited: AtomicU64,
+    /// Calls answered through the provider's batch API.
+    pub batch_calls: AtomicU64,
+    /// Prompt tokens billed at the batch rate.
+    pub batch_input_tokens: AtomicU64,
+    /// Output tokens billed at the batch rate.
+    pub batch_output_tokens: AtomicU64,
+    /// Of the batch prompt tokens, those read from the prompt cache.
+    pub batch_cached_tokens: AtomicU64,
 }
 
 /// A copy of [`Counters`] at one moment.
@@ -80,6 +89,18 @@ pub struct CounterSnapshot {
     /// Replies with status 429.
     #[serde(default)]
     pub rate_limited: u64,
+    /// Calls answered through the provider's batch API.
+    #[serde(default)]
+    pub batch_calls: u64,
+    /// Prompt tokens billed at the batch rate.
+    #[serde(default)]
+    pub batch_input_tokens: u64,
+    /// Output tokens billed at the batch rate.
+    #[serde(default)]
+    pub batch_output_tokens: u64,
+    /// Of the batch prompt tokens, those read from the prompt cache.
+    #[serde(default)]
+    pub batch_cached_tokens: u64,
 }
 
 impl Counters {
@@ -96,14 +117,36 @@ impl Counters {
             cached_tokens: l(&self.cached_tokens),
             cache_write_tokens: l(&self.cache_write_tokens),
             rate_limited: l(&self.rate_limited),
+            batch_calls: l(&self.batch_calls),
+            batch_input_tokens: l(&self.batch_input_tokens),
+            batch_output_tokens: l(&self.batch_output_tokens),
+            batch_cached_tokens: l(&self.batch_cached_tokens),
         }
     }
-    fn add_usage(&self, u: &Usage) {
-        self.input_tokens.fetch_add(u.input, Ordering::Relaxed);
-        self.output_tokens.fetch_add(u.output, Ordering::Relaxed);
-        self.cached_tokens.fetch_add(u.cached, Ordering::Relaxed);
-        self.cache_write_tokens.fetch_add(u.cache_write, Ordering::Relaxed);
+    fn add_usage(&self, u: &Usage, channel: Channel) {
+        match channel {
+            Channel::Live => {
+                self.input_tokens.fetch_add(u.input, Ordering::Relaxed);
+                self.output_tokens.fetch_add(u.output, Ordering::Relaxed);
+                self.cached_tokens.fetch_add(u.cached, Ordering::Relaxed);
+                self.cache_write_tokens.fetch_add(u.cache_write, Ordering::Relaxed);
+            }
+            Channel::Batch => {
+                self.batch_input_tokens.fetch_add(u.input, Ordering::Relaxed);
+                self.batch_output_tokens.fetch_add(u.output, Ordering::Relaxed);
+                self.batch_cached_tokens.fetch_add(u.cached, Ordering::Relaxed);
+            }
+        }
     }
+}
+
+/// How a reply came: billed at the live or the batch rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// One request at a time.
+    Live,
+    /// Through the provider's batch API.
+    Batch,
 }
 
 /// The result of one (prompt, judge, repeat) call.
@@ -254,6 +297,13 @@ impl Judge {
     /// Why traffic to this judge stopped, if it did.
     pub fn stopped(&self) -> Option<String> {
         self.stopped.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// A call that was not answered (its batch item expired, say): every
+    /// rubric abstains with `reason`.
+    pub fn unanswered(&self, prompt: &Prompt, reason: String) -> CallResult {
+        self.counters.failures.fetch_add(1, Ordering::Relaxed);
+        abstain_all(prompt, reason, 0)
     }
 
     /// The cache key of one call.
@@ -464,7 +514,7 @@ impl Judge {
         })?;
         self.limiter.observe(pass, &received.limits, received.status == 429);
         if (200..300).contains(&received.status) {
-            return self.answer(prompt, &received.body);
+            return self.answer(prompt, &received.body, Channel::Live);
         }
         if received.status == 429 {
             self.counters.rate_limited.fetch_add(1, Ordering::Relaxed);
@@ -496,7 +546,12 @@ impl Judge {
 
     /// A 2xx body: an answer to store, or a failed attempt. Its usage is
     /// counted either way: the provider billed it.
-    fn answer(&self, prompt: &Prompt, body: &str) -> Result<StoredResponse, AttemptError> {
+    fn answer(
+        &self,
+        prompt: &Prompt,
+        body: &str,
+        channel: Channel,
+    ) -> Result<StoredResponse, AttemptError> {
         let name = &self.config.name;
         let stored = |outcome, text, usage| StoredResponse {
             outcome,
@@ -507,7 +562,7 @@ impl Judge {
         };
         match provider::parse(self.config.provider, body) {
             Ok(Reply::Text { text, usage }) => {
-                self.counters.add_usage(&usage);
+                self.counters.add_usage(&usage, channel);
                 match verdicts::parse(&text, &prompt.rubric_ids) {
                     Ok(_) => Ok(stored(Outcome::Text, text, usage)),
                     Err(message) => Err(AttemptError::Retryable {
@@ -517,11 +572,11 @@ impl Judge {
                 }
             }
             Ok(Reply::Declined { reason, usage }) => {
-                self.counters.add_usage(&usage);
+                self.counters.add_usage(&usage, channel);
                 Ok(stored(Outcome::Declined, reason, usage))
             }
             Err(unusable) => {
-                self.counters.add_usage(&unusable.usage);
+                self.counters.add_usage(&unusable.usage, channel);
                 Err(AttemptError::Retryable {
                     message: format!("judge '{name}': {}", unusable.message),
                     retry_after: None,

@@ -10,9 +10,11 @@ use std::sync::Arc;
 
 use super::prepare::Prepared;
 use crate::cache::Cache;
+use crate::judge::batch::{self, BatchProgress, BatchReport, Unanswered};
 use crate::judge::verdicts::JudgeVote;
 use crate::judge::{CallResult, Judge};
 use crate::panel;
+use crate::prompt::Prompt;
 use crate::score::{RubricKind, TaskResult};
 use crate::verdict::Verdict;
 
@@ -22,6 +24,60 @@ pub trait Progress: Send + Sync {
     fn planned(&self, n: u64, cached: u64);
     /// One call finished.
     fn finished(&self, from_cache: bool);
+    /// A judge's batches moved on.
+    fn batch(&self, _judge: &str, _report: &BatchReport) {}
+}
+
+/// How calls not in the cache are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dispatch {
+    /// One request per call, as they are ready.
+    Live,
+    /// Through each provider's batch API (half price, within 24 hours).
+    Batch(BatchFallback),
+}
+
+/// What becomes of a call its batch did not answer (errored, expired,
+/// cancelled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchFallback {
+    /// It is sent live.
+    Live,
+    /// Its judge abstains with the reason (the row may end incomplete).
+    Incomplete,
+}
+
+struct Told<'a>(&'a dyn Progress);
+
+impl BatchProgress for Told<'_> {
+    fn batch(&self, judge: &str, report: &BatchReport) {
+        self.0.batch(judge, report);
+    }
+}
+
+/// Sends every call of `items` not in the cache through each judge's batch
+/// API and waits for the batches; per judge, the calls left unanswered.
+async fn by_batch(
+    items: &[Prepared],
+    judges: &[Arc<Judge>],
+    cache: &Arc<Cache>,
+    progress: &dyn Progress,
+) -> Vec<Unanswered> {
+    let mut plans = Vec::with_capacity(judges.len());
+    for judge in judges {
+        let mut calls: Vec<(Prompt, u32)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for prompt in items.iter().filter_map(|i| i.prompt.as_ref()) {
+            for repeat in 0..judge.config.repeats {
+                if seen.insert((prompt.hash.clone(), repeat)) {
+                    calls.push((prompt.clone(), repeat));
+                }
+            }
+        }
+        plans.push(judge.submit_batches(calls, cache).await);
+    }
+    batch::wait(&mut plans, cache, &Told(progress)).await;
+    plans.into_iter().map(batch::Plan::unanswered).collect()
 }
 
 /// No progress to tell.
@@ -40,7 +96,26 @@ pub async fn judge(
     quorum: usize,
     cache: &Arc<Cache>,
     progress: &dyn Progress,
+    dispatch: Dispatch,
 ) -> Vec<TaskResult> {
+    let skipped = match dispatch {
+        Dispatch::Live => vec![Unanswered::new(); judges.len()],
+        Dispatch::Batch(fallback) => {
+            let unanswered = by_batch(&items, judges, cache, progress).await;
+            let left: usize = unanswered.iter().map(|u| u.len()).sum();
+            match fallback {
+                BatchFallback::Live => {
+                    if left > 0 {
+                        tracing::warn!(
+                            "{left} calls were not answered by batch; sending them live"
+                        );
+                    }
+                    vec![Unanswered::new(); judges.len()]
+                }
+                BatchFallback::Incomplete => unanswered,
+            }
+        }
+    };
     let mut set = tokio::task::JoinSet::new();
     let mut planned = 0u64;
     for (ii, item) in items.iter().enumerate() {
@@ -49,6 +124,12 @@ pub async fn judge(
             for repeat in 0..judge.config.repeats {
                 let (judge, cache, prompt) = (judge.clone(), cache.clone(), prompt.clone());
                 planned += 1;
+                let digest = judge.call_key(&prompt, repeat).digest();
+                if let Some(why) = skipped[ji].get(&digest) {
+                    let result = judge.unanswered(&prompt, why.clone());
+                    set.spawn(async move { (ii, ji, result) });
+                    continue;
+                }
                 set.spawn(async move { (ii, ji, judge.call(&prompt, repeat, &cache).await) });
             }
         }

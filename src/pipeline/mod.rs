@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-pub use judging::{Progress, Silent};
+pub use judging::{BatchFallback, Dispatch, Progress, Silent};
 pub use prepare::{OutputSource, Prepared, skeleton};
 
 use crate::cache::{Cache, CacheError};
@@ -76,6 +76,8 @@ pub struct ScorerConfig {
     pub cache_path: PathBuf,
     /// Whether judges are called.
     pub mode: JudgeMode,
+    /// How calls not in the cache are sent.
+    pub dispatch: Dispatch,
 }
 
 /// The scoring pipeline, built once and shared: every call to it shares
@@ -87,6 +89,7 @@ pub struct Scorer {
     templates: Templates,
     cache: Arc<Cache>,
     dry_run: Option<DryRunCause>,
+    dispatch: Dispatch,
     estimates: Mutex<estimate::Estimates>,
 }
 
@@ -103,7 +106,20 @@ impl Scorer {
             .iter()
             .map(|c| Judge::from_env(c.clone()).map(Arc::new))
             .collect::<Result<_, _>>()?;
-        Scorer::with_judges(judges, config.panel.quorum, config.templates, cache, config.mode)
+        let scorer =
+            Scorer::with_judges(judges, config.panel.quorum, config.templates, cache, config.mode)?;
+        Ok(scorer.dispatching(config.dispatch))
+    }
+
+    /// The same scorer, sending calls not in the cache as `dispatch` says.
+    pub fn dispatching(mut self, dispatch: Dispatch) -> Scorer {
+        self.dispatch = dispatch;
+        self
+    }
+
+    /// How calls not in the cache are sent.
+    pub fn dispatch(&self) -> Dispatch {
+        self.dispatch
     }
 
     /// A scorer over judges built by the caller (tests, other key sources).
@@ -135,6 +151,7 @@ impl Scorer {
             templates,
             cache,
             dry_run,
+            dispatch: Dispatch::Live,
             estimates: Mutex::new(estimate::Estimates::default()),
         })
     }
@@ -242,7 +259,7 @@ impl Scorer {
                 })
                 .collect();
         }
-        judging::judge(items, &self.judges, self.quorum, &self.cache, progress).await
+        judging::judge(items, &self.judges, self.quorum, &self.cache, progress, self.dispatch).await
     }
 
     /// Judges a stored prompt for an existing row (`rejudge`).

@@ -333,14 +333,19 @@ pub fn summarize(
         let c = j.counters.snapshot();
         let estimate = summary.dry_run.then(|| {
             let mut e = estimates.get(&j.config.name).cloned().unwrap_or_default();
-            e.max_cost_usd = prices.cost(
-                &j.config.model,
-                crate::report::Billed {
+            let billed = match scorer.dispatch() {
+                super::Dispatch::Live => crate::report::Billed {
                     input: e.input_tokens,
                     output: e.max_output_tokens,
                     ..Default::default()
                 },
-            );
+                super::Dispatch::Batch(_) => crate::report::Billed {
+                    batch_input: e.input_tokens,
+                    batch_output: e.max_output_tokens,
+                    ..Default::default()
+                },
+            };
+            e.max_cost_usd = prices.cost(&j.config.model, billed);
             e
         });
         let s = JudgeSummary {

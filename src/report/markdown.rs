@@ -153,6 +153,16 @@ fn judges(out: &mut String, s: &Summary) {
         );
     }
     for (name, j) in &s.judges {
+        let k = &j.counters;
+        if k.batch_calls > 0 {
+            let _ = writeln!(
+                out,
+                "\n{name}: {} calls answered by batch ({} input tokens, {} of them cached, and {} output tokens at the batch rate; included in the cost above)",
+                k.batch_calls, k.batch_input_tokens, k.batch_cached_tokens, k.batch_output_tokens
+            );
+        }
+    }
+    for (name, j) in &s.judges {
         let Some(o) = &j.observed_limits else { continue };
         let reported: Vec<String> = [
             (o.requests_per_minute, "requests"),

@@ -301,6 +301,27 @@ fn latest_per_trial(rows: Vec<TaskResult>) -> Vec<TaskResult> {
         .collect()
 }
 
+/// Unix seconds as a UTC time, "2026-12-01 09:30:00".
+pub fn utc(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// Reads a run's prompts.jsonl.
 pub fn load_prompts(dir: &Path) -> Result<Vec<PromptRecord>, ReportError> {
     let path = dir.join("prompts.jsonl");
@@ -321,6 +342,13 @@ pub fn load_prompts(dir: &Path) -> Result<Vec<PromptRecord>, ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00");
+        assert_eq!(utc(1_796_083_199), "2026-11-30 23:59:59");
+    }
     use crate::aggregate::Bootstrap;
     use crate::check::gate::GateResult;
     use crate::score::Status;

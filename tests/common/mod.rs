@@ -180,6 +180,7 @@ pub fn synthetic_contract(sections: usize, note: &str) -> Vec<u8> {
     docx.bytes()
 }
 
+pub mod batch_mock;
 pub mod e2e;
 pub mod mock;
 pub mod served;

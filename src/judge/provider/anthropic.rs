@@ -37,16 +37,21 @@ pub(crate) fn body(judge: &JudgeConfig, prompt: &Prompt) -> Value {
     body
 }
 
+/// The headers every request to the API carries.
+pub(super) fn headers(judge: &JudgeConfig, key: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut headers = vec![("anthropic-version", judge.anthropic_version.clone())];
+    if let Some(k) = key {
+        headers.push(("authorization", format!("Bearer {k}")));
+    }
+    headers
+}
+
 pub(super) fn request(
     judge: &JudgeConfig,
     key: Option<&str>,
     prompt: &Prompt,
 ) -> (String, Vec<(&'static str, String)>, Value) {
-    let mut headers = vec![("anthropic-version", judge.anthropic_version.clone())];
-    if let Some(k) = key {
-        headers.push(("authorization", format!("Bearer {k}")));
-    }
-    (format!("{}/v1/messages", judge.base_url), headers, body(judge, prompt))
+    (format!("{}/v1/messages", judge.base_url), headers(judge, key), body(judge, prompt))
 }
 
 pub(super) fn parse(v: &Value) -> Result<Reply, Unusable> {

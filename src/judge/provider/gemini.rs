@@ -57,12 +57,17 @@ pub(crate) fn body(judge: &JudgeConfig, prompt: &Prompt) -> Value {
     })
 }
 
+/// The headers every request to the API carries.
+pub(super) fn headers(key: Option<&str>) -> Vec<(&'static str, String)> {
+    key.map(|k| vec![("x-goog-api-key", k.to_string())]).unwrap_or_default()
+}
+
 pub(super) fn request(
     judge: &JudgeConfig,
     key: Option<&str>,
     prompt: &Prompt,
 ) -> (String, Vec<(&'static str, String)>, Value) {
-    let headers = key.map(|k| vec![("x-goog-api-key", k.to_string())]).unwrap_or_default();
+    let headers = headers(key);
     (
         format!("{}/v1/models/{}:generateContent", judge.base_url, judge.model),
         headers,

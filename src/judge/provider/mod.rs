@@ -122,6 +122,25 @@ pub fn build(judge: &JudgeConfig, key: Option<&str>, prompt: &Prompt) -> Request
     Request { url, headers, body }
 }
 
+/// A call's request body alone (a batch item carries it).
+pub fn body(judge: &JudgeConfig, prompt: &Prompt) -> Value {
+    match judge.provider {
+        Provider::Openai => openai::body(judge, prompt),
+        Provider::Anthropic => anthropic::body(judge, prompt),
+        Provider::Gemini => gemini::body(judge, prompt),
+    }
+}
+
+/// The headers (the key's among them) every request to the provider's
+/// API carries, batch endpoints included.
+pub fn auth_headers(judge: &JudgeConfig, key: Option<&str>) -> Vec<(&'static str, String)> {
+    match judge.provider {
+        Provider::Openai => openai::headers(key),
+        Provider::Anthropic => anthropic::headers(judge, key),
+        Provider::Gemini => gemini::headers(key),
+    }
+}
+
 /// Parses a 2xx body.
 pub fn parse(provider: Provider, body: &str) -> Result<Reply, Unusable> {
     let v: Value = serde_json::from_str(body)

@@ -7,11 +7,8 @@ use super::{Reply, Unusable, Usage, u, verdict_schema};
 use crate::judge::config::{JudgeConfig, OutputTokensField, StructuredOutput};
 use crate::prompt::Prompt;
 
-pub(super) fn request(
-    judge: &JudgeConfig,
-    key: Option<&str>,
-    prompt: &Prompt,
-) -> (String, Vec<(&'static str, String)>, Value) {
+/// The request body (also a batch line's `body`).
+pub(crate) fn body(judge: &JudgeConfig, prompt: &Prompt) -> Value {
     let mut body = json!({
         "model": judge.model,
         "messages": [
@@ -37,8 +34,20 @@ pub(super) fn request(
     if let Some(t) = judge.temperature {
         body["temperature"] = json!(t);
     }
-    let headers = key.map(|k| vec![("authorization", format!("Bearer {k}"))]).unwrap_or_default();
-    (format!("{}/chat/completions", judge.base_url), headers, body)
+    body
+}
+
+/// The headers every request to the API carries.
+pub(super) fn headers(key: Option<&str>) -> Vec<(&'static str, String)> {
+    key.map(|k| vec![("authorization", format!("Bearer {k}"))]).unwrap_or_default()
+}
+
+pub(super) fn request(
+    judge: &JudgeConfig,
+    key: Option<&str>,
+    prompt: &Prompt,
+) -> (String, Vec<(&'static str, String)>, Value) {
+    (format!("{}/chat/completions", judge.base_url), headers(key), body(judge, prompt))
 }
 
 pub(super) fn parse(v: &Value) -> Result<Reply, Unusable> {

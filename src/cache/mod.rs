@@ -22,6 +22,10 @@ use serde::{Deserialize, Serialize};
 use crate::hash::sha256_hex;
 use crate::prompt::Prompt;
 
+mod batches;
+
+pub use batches::{BatchRecord, BatchState};
+
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error)]
 #[error("cache {path}: {message}")]
@@ -144,6 +148,11 @@ fn now() -> i64 {
     now_secs() as i64
 }
 
+/// Seconds since the Unix epoch, as the store records times.
+pub fn unix_now() -> i64 {
+    now()
+}
+
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS prompts (
         hash TEXT PRIMARY KEY, template_version TEXT NOT NULL, system TEXT NOT NULL,
         user_prefix TEXT NOT NULL, user_rubrics TEXT NOT NULL, rubric_ids TEXT NOT NULL, created_at INTEGER NOT NULL);
@@ -154,7 +163,15 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS prompts (
         cached_tokens INTEGER NOT NULL, latency_ms INTEGER NOT NULL, attempts INTEGER NOT NULL, created_at INTEGER NOT NULL);
      CREATE TABLE IF NOT EXISTS renders (key TEXT PRIMARY KEY, gate TEXT NOT NULL, view TEXT, created_at INTEGER NOT NULL);
      CREATE TABLE IF NOT EXISTS checks (key TEXT PRIMARY KEY, results TEXT NOT NULL, created_at INTEGER NOT NULL);
-     CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL);";
+     CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL);
+     CREATE TABLE IF NOT EXISTS batches (
+        id TEXT PRIMARY KEY, judge TEXT NOT NULL, provider TEXT NOT NULL, base_url TEXT NOT NULL,
+        model TEXT NOT NULL, state TEXT NOT NULL, items INTEGER NOT NULL, input_file TEXT,
+        note TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+     CREATE TABLE IF NOT EXISTS batch_items (
+        batch_id TEXT NOT NULL, custom_id TEXT NOT NULL, call TEXT NOT NULL, digest TEXT NOT NULL,
+        PRIMARY KEY (batch_id, custom_id));
+     CREATE INDEX IF NOT EXISTS batch_items_digest ON batch_items (digest);";
 
 impl Cache {
     /// Opens (or creates) the store, waiting up to [`DEFAULT_BUSY_TIMEOUT`]

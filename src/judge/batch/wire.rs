@@ -1,0 +1,164 @@
+//! HTTP for the batch endpoints: GET and POST with the judge's headers,
+//! replies read with a size cap, and errors that say what the provider
+//! said without a URL's query or a key.
+
+use serde_json::Value;
+
+use crate::judge::provider;
+
+/// Why a batch request failed.
+#[derive(Debug, Clone)]
+pub struct WireError {
+    /// What went wrong, for the user.
+    pub message: String,
+    /// Whether trying again later may work (a timeout, 429, 5xx).
+    pub transient: Transient,
+}
+
+/// Whether a failed batch request may work if tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transient {
+    /// A timeout, a dropped connection, 408, 429, 5xx.
+    Yes,
+    /// The provider refused it.
+    No,
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl WireError {
+    pub(super) fn format(message: impl Into<String>) -> WireError {
+        WireError { message: message.into(), transient: Transient::No }
+    }
+}
+
+/// One provider's API as the batch code calls it.
+pub struct Api<'a> {
+    pub(super) http: &'a reqwest::Client,
+    pub(super) headers: Vec<(&'static str, String)>,
+    /// The largest reply read (results files are large).
+    pub(super) max_bytes: u64,
+    /// Bytes sent so far (what a batch run uploads).
+    pub(super) sent: std::sync::atomic::AtomicU64,
+}
+
+/// A request body and its content type.
+pub struct Payload {
+    /// Its `content-type`.
+    pub content_type: String,
+    /// The body.
+    pub bytes: Vec<u8>,
+}
+
+impl Payload {
+    /// A JSON body.
+    pub fn json(v: &Value) -> Payload {
+        Payload {
+            content_type: "application/json".into(),
+            bytes: serde_json::to_vec(v).unwrap_or_default(),
+        }
+    }
+}
+
+impl Api<'_> {
+    /// GET `url`, the body as text.
+    pub async fn get(&self, url: &str) -> Result<String, WireError> {
+        self.send(reqwest::Method::GET, url, None).await
+    }
+
+    /// POST `payload` to `url`, the body as text.
+    pub async fn post(&self, url: &str, payload: Payload) -> Result<String, WireError> {
+        self.send(reqwest::Method::POST, url, Some(payload)).await
+    }
+
+    /// POST JSON, the reply parsed.
+    pub async fn post_json(&self, url: &str, body: &Value) -> Result<Value, WireError> {
+        parse(&self.post(url, Payload::json(body)).await?)
+    }
+
+    /// GET, the reply parsed.
+    pub async fn get_json(&self, url: &str) -> Result<Value, WireError> {
+        parse(&self.get(url).await?)
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        payload: Option<Payload>,
+    ) -> Result<String, WireError> {
+        let shown = url.split('?').next().unwrap_or(url).to_string();
+        let mut req = self.http.request(method, url);
+        for (name, value) in &self.headers {
+            req = req.header(*name, value);
+        }
+        if let Some(p) = payload {
+            self.sent.fetch_add(p.bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            req = req.header("content-type", p.content_type).body(p.bytes);
+        }
+        let transport = |e: reqwest::Error| WireError {
+            message: format!("{shown}: {}", e.without_url()),
+            transient: Transient::Yes,
+        };
+        let mut resp = req.send().await.map_err(transport)?;
+        let status = resp.status().as_u16();
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(transport)? {
+            if (body.len() + chunk.len()) as u64 > self.max_bytes {
+                return Err(WireError::format(format!(
+                    "{shown}: the reply is larger than {} bytes",
+                    self.max_bytes
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8_lossy(&body).into_owned();
+        if (200..300).contains(&status) {
+            return Ok(text);
+        }
+        let transient = if matches!(status, 408 | 409 | 429) || status >= 500 {
+            Transient::Yes
+        } else {
+            Transient::No
+        };
+        Err(WireError {
+            message: format!("{shown}: HTTP {status}: {}", provider::error_message(&text)),
+            transient,
+        })
+    }
+}
+
+fn parse(text: &str) -> Result<Value, WireError> {
+    serde_json::from_str(text)
+        .map_err(|e| WireError::format(format!("the provider's reply is not JSON ({e})")))
+}
+
+/// A multipart/form-data body with text fields and one file.
+pub fn multipart(fields: &[(&str, &str)], file: (&str, &str, &str, &[u8])) -> Payload {
+    // The boundary only has to be absent from the parts; a JSONL file of
+    // judge requests never holds this line.
+    let boundary = "redjury-batch-9b0c7e2f5a3d4e1f8c6b";
+    let mut bytes = Vec::new();
+    for (name, value) in fields {
+        bytes.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    let (name, filename, content_type, data) = file;
+    bytes.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\nContent-Type: {content_type}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    bytes.extend_from_slice(data);
+    bytes.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    Payload { content_type: format!("multipart/form-data; boundary={boundary}"), bytes }
+}

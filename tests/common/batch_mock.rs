@@ -1,0 +1,405 @@
+//! Each provider's batch endpoints beside its live one, in the wire
+//! formats of the official SDKs: OpenAI (file upload, `/v1/batches`,
+//! output and error files), Anthropic (`/v1/messages/batches`, JSONL
+//! results) and Gemini (`:batchGenerateContent`, a long-running operation
+//! with inline responses). Items are answered by the live handler, so a
+//! batch run and a live run on the same mock give the same answers.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::mock::*;
+
+/// What the mock does with batches.
+pub struct Faults {
+    /// Every n-th item of a batch (1-based) expires; 0 = none.
+    pub expire_every: usize,
+    /// Every n-th item errors; 0 = none.
+    pub error_every: usize,
+    /// Whole batches expire: no item runs.
+    pub expire_batches: bool,
+    /// Polls before a batch ends.
+    pub polls_to_end: usize,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults { expire_every: 0, error_every: 0, expire_batches: false, polls_to_end: 2 }
+    }
+}
+
+struct Batch {
+    items: Vec<(String, Value)>,
+    polls: usize,
+    cancelled: bool,
+}
+
+/// A provider's batch mock and what it saw.
+pub struct BatchMock {
+    pub provider: &'static str,
+    /// While set, batches stay in progress however often they are polled.
+    pub hold: AtomicBool,
+    pub faults: Mutex<Faults>,
+    live: Handler,
+    batches: Mutex<BTreeMap<String, Batch>>,
+    files: Mutex<BTreeMap<String, String>>,
+    next: AtomicUsize,
+    /// Items per created batch, in order of creation.
+    pub created: Mutex<Vec<usize>>,
+    /// Bytes of every create or upload body.
+    pub uploaded: AtomicUsize,
+    pub cancels: Mutex<Vec<String>>,
+    /// Live calls answered.
+    pub live_calls: AtomicUsize,
+}
+
+impl BatchMock {
+    pub fn new(provider: &'static str, live: Handler) -> Arc<BatchMock> {
+        Arc::new(BatchMock {
+            provider,
+            hold: AtomicBool::new(false),
+            faults: Mutex::new(Faults::default()),
+            live,
+            batches: Mutex::default(),
+            files: Mutex::default(),
+            next: AtomicUsize::new(1),
+            created: Mutex::default(),
+            uploaded: AtomicUsize::new(0),
+            cancels: Mutex::default(),
+            live_calls: AtomicUsize::new(0),
+        })
+    }
+
+    /// The handler to start a MockServer with; `base` is filled in later
+    /// by the caller through `url`.
+    pub fn handler(self: &Arc<Self>) -> Handler {
+        let me = self.clone();
+        Arc::new(move |req: &Recorded, i| me.route(req, i))
+    }
+
+    fn id(&self, prefix: &str) -> String {
+        format!("{prefix}{}", self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The live handler's success body for one request body.
+    fn answer(&self, live_path: &str, body: &str) -> Value {
+        let req = Recorded {
+            method: "POST".into(),
+            path: live_path.into(),
+            headers: vec![],
+            body: body.to_string(),
+            at: Instant::now(),
+        };
+        match (self.live)(&req, 0) {
+            Action::Respond { body, .. } | Action::Later(_, body) => {
+                serde_json::from_str(&body).unwrap_or(Value::Null)
+            }
+            _ => Value::Null,
+        }
+    }
+
+    fn route(&self, req: &Recorded, i: usize) -> Action {
+        let p = req.path.as_str();
+        let is_live = p.ends_with("/chat/completions") && !p.contains("batch")
+            || p == "/v1/messages"
+            || p.ends_with(":generateContent");
+        if is_live {
+            self.live_calls.fetch_add(1, Ordering::Relaxed);
+            return (self.live)(req, i);
+        }
+        if req.method == "POST" {
+            self.uploaded.fetch_add(req.body.len(), Ordering::Relaxed);
+        }
+        match self.provider {
+            "openai" => self.openai(req),
+            "anthropic" => self.anthropic(req),
+            _ => self.gemini(req),
+        }
+    }
+
+    fn create(&self, id: &str, items: Vec<(String, Value)>) {
+        self.created.lock().unwrap().push(items.len());
+        self.batches
+            .lock()
+            .unwrap()
+            .insert(id.to_string(), Batch { items, polls: 0, cancelled: false });
+    }
+
+    /// Polls a batch once: whether it has ended.
+    fn advance(&self, id: &str) -> Option<bool> {
+        let mut batches = self.batches.lock().unwrap();
+        let b = batches.get_mut(id)?;
+        b.polls += 1;
+        let hold = self.hold.load(Ordering::Relaxed);
+        Some(b.cancelled || (!hold && b.polls >= self.faults.lock().unwrap().polls_to_end))
+    }
+
+    /// Each item's fate: Ok(success body) or Err("expired" | "errored" | "canceled").
+    fn outcomes(&self, id: &str, live_path: &str) -> Vec<(String, Result<Value, &'static str>)> {
+        let batches = self.batches.lock().unwrap();
+        let Some(b) = batches.get(id) else { return vec![] };
+        let f = self.faults.lock().unwrap();
+        b.items
+            .iter()
+            .enumerate()
+            .map(|(i, (custom_id, body))| {
+                let n = i + 1;
+                let fate = if b.cancelled {
+                    Err("canceled")
+                } else if f.expire_batches || (f.expire_every > 0 && n % f.expire_every == 0) {
+                    Err("expired")
+                } else if f.error_every > 0 && n % f.error_every == 0 {
+                    Err("errored")
+                } else {
+                    Ok(self.answer(live_path, &body.to_string()))
+                };
+                (custom_id.clone(), fate)
+            })
+            .collect()
+    }
+
+    fn cancel(&self, id: &str) -> Action {
+        self.cancels.lock().unwrap().push(id.to_string());
+        if let Some(b) = self.batches.lock().unwrap().get_mut(id) {
+            b.cancelled = true;
+        }
+        ok(json!({"id": id}).to_string())
+    }
+
+    fn openai(&self, req: &Recorded) -> Action {
+        let p = req.path.as_str();
+        if req.method == "POST" && p == "/v1/files" {
+            let id = self.id("file-");
+            self.files.lock().unwrap().insert(id.clone(), multipart_file(&req.body));
+            return ok(
+                json!({"id": id, "object": "file", "purpose": "batch", "status": "processed"})
+                    .to_string(),
+            );
+        }
+        if req.method == "POST" && p == "/v1/batches" {
+            let v = req.json();
+            let file = v["input_file_id"].as_str().unwrap_or("");
+            let content = self.files.lock().unwrap().get(file).cloned().unwrap_or_default();
+            let items = content
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .map(|l| (l["custom_id"].as_str().unwrap_or("").to_string(), l["body"].clone()))
+                .collect();
+            let id = self.id("batch_");
+            self.create(&id, items);
+            return ok(
+                json!({"id": id, "object": "batch", "status": "validating", "input_file_id": file})
+                    .to_string(),
+            );
+        }
+        if let Some(rest) = p.strip_prefix("/v1/batches/") {
+            if let Some(id) = rest.strip_suffix("/cancel") {
+                return self.cancel(id);
+            }
+            return self.openai_status(rest);
+        }
+        if let Some(file) = p.strip_prefix("/v1/files/").and_then(|r| r.strip_suffix("/content")) {
+            let content = self.files.lock().unwrap().get(file).cloned();
+            return match content {
+                Some(c) => Action::Respond { status: 200, headers: vec![], body: c },
+                None => status(
+                    404,
+                    &[],
+                    r#"{"error":{"message":"No such file","type":"invalid_request_error"}}"#,
+                ),
+            };
+        }
+        status(404, &[], r#"{"error":{"message":"unknown route","type":"invalid_request_error"}}"#)
+    }
+
+    fn openai_status(&self, id: &str) -> Action {
+        let Some(ended) = self.advance(id) else {
+            return status(
+                404,
+                &[],
+                r#"{"error":{"message":"No such batch","type":"invalid_request_error"}}"#,
+            );
+        };
+        if !ended {
+            return ok(json!({"id": id, "status": "in_progress", "request_counts": {"total": 0, "completed": 0, "failed": 0}}).to_string());
+        }
+        let (mut out, mut err) = (String::new(), String::new());
+        let outcomes = self.outcomes(id, "/v1/chat/completions");
+        let (mut done, mut failed) = (0, 0);
+        for (custom_id, fate) in &outcomes {
+            match fate {
+                Ok(body) => {
+                    done += 1;
+                    out.push_str(&json!({"id": "r", "custom_id": custom_id, "response": {"status_code": 200, "request_id": "q", "body": body}, "error": null}).to_string());
+                    out.push('\n');
+                }
+                Err(kind) => {
+                    failed += 1;
+                    let line = match *kind {
+                        "errored" => {
+                            json!({"id": "r", "custom_id": custom_id, "response": {"status_code": 400, "request_id": "q", "body": {"error": {"message": "Invalid request", "type": "invalid_request_error"}}}, "error": null})
+                        }
+                        "expired" => {
+                            json!({"id": "r", "custom_id": custom_id, "response": null, "error": {"code": "batch_expired", "message": "This request could not be executed before the completion window expired."}})
+                        }
+                        _ => {
+                            json!({"id": "r", "custom_id": custom_id, "response": null, "error": {"code": "batch_cancelled", "message": "cancelled"}})
+                        }
+                    };
+                    err.push_str(&line.to_string());
+                    err.push('\n');
+                }
+            }
+        }
+        let (out_id, err_id) = (format!("{id}-out"), format!("{id}-err"));
+        self.files.lock().unwrap().insert(out_id.clone(), out);
+        self.files.lock().unwrap().insert(err_id.clone(), err);
+        let f = self.faults.lock().unwrap();
+        let state = if f.expire_batches { "expired" } else { "completed" };
+        ok(json!({"id": id, "status": state, "output_file_id": out_id, "error_file_id": err_id,
+                  "request_counts": {"total": outcomes.len(), "completed": done, "failed": failed}})
+        .to_string())
+    }
+
+    fn anthropic(&self, req: &Recorded) -> Action {
+        let p = req.path.as_str();
+        if req.method == "POST" && p == "/v1/messages/batches" {
+            let v = req.json();
+            let items = v["requests"]
+                .as_array()
+                .map(|r| {
+                    r.iter()
+                        .map(|i| {
+                            (i["custom_id"].as_str().unwrap_or("").to_string(), i["params"].clone())
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let id = self.id("msgbatch_");
+            self.create(&id, items);
+            return ok(
+                json!({"id": id, "type": "message_batch", "processing_status": "in_progress"})
+                    .to_string(),
+            );
+        }
+        let Some(rest) = p.strip_prefix("/v1/messages/batches/") else {
+            return status(
+                404,
+                &[],
+                r#"{"type":"error","error":{"type":"not_found_error","message":"unknown route"}}"#,
+            );
+        };
+        if let Some(id) = rest.strip_suffix("/cancel") {
+            return self.cancel(id);
+        }
+        if let Some(id) = rest.strip_suffix("/results") {
+            let mut text = String::new();
+            for (custom_id, fate) in self.outcomes(id, "/v1/messages") {
+                let result = match fate {
+                    Ok(message) => json!({"type": "succeeded", "message": message}),
+                    Err("errored") => {
+                        json!({"type": "errored", "error": {"type": "error", "error": {"type": "invalid_request_error", "message": "Invalid request"}}})
+                    }
+                    Err("expired") => json!({"type": "expired"}),
+                    Err(_) => json!({"type": "canceled"}),
+                };
+                text.push_str(&json!({"custom_id": custom_id, "result": result}).to_string());
+                text.push('\n');
+            }
+            return Action::Respond { status: 200, headers: vec![], body: text };
+        }
+        let id = rest;
+        let Some(ended) = self.advance(id) else {
+            return status(
+                404,
+                &[],
+                r#"{"type":"error","error":{"type":"not_found_error","message":"no batch"}}"#,
+            );
+        };
+        let n = self.batches.lock().unwrap().get(id).map(|b| b.items.len()).unwrap_or(0);
+        if !ended {
+            return ok(json!({"id": id, "processing_status": "in_progress", "request_counts": {"processing": n, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}, "results_url": null}).to_string());
+        }
+        let base = req.header("host").map(|h| format!("http://{h}")).unwrap_or_default();
+        ok(json!({"id": id, "processing_status": "ended", "request_counts": {"processing": 0, "succeeded": n, "errored": 0, "canceled": 0, "expired": 0},
+                  "results_url": format!("{base}/v1/messages/batches/{id}/results")}).to_string())
+    }
+
+    fn gemini(&self, req: &Recorded) -> Action {
+        let p = req.path.as_str();
+        if req.method == "POST" && p.ends_with(":batchGenerateContent") {
+            let v = req.json();
+            let items = v
+                .pointer("/batch/inputConfig/requests/requests")
+                .and_then(Value::as_array)
+                .map(|r| {
+                    r.iter()
+                        .map(|i| {
+                            (
+                                i["metadata"]["key"].as_str().unwrap_or("").to_string(),
+                                i["request"].clone(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let id = self.id("batches/");
+            self.create(&id, items);
+            return ok(
+                json!({"name": id, "metadata": {"state": "BATCH_STATE_PENDING"}}).to_string()
+            );
+        }
+        let Some(name) = p.strip_prefix("/v1/") else {
+            return status(
+                404,
+                &[],
+                r#"{"error":{"code":404,"message":"unknown route","status":"NOT_FOUND"}}"#,
+            );
+        };
+        if let Some(id) = name.strip_suffix(":cancel") {
+            return self.cancel(id);
+        }
+        let Some(ended) = self.advance(name) else {
+            return status(
+                404,
+                &[],
+                r#"{"error":{"code":404,"message":"no batch","status":"NOT_FOUND"}}"#,
+            );
+        };
+        if !ended {
+            return ok(
+                json!({"name": name, "metadata": {"state": "BATCH_STATE_RUNNING"}, "done": false})
+                    .to_string(),
+            );
+        }
+        let responses: Vec<Value> = self
+            .outcomes(name, "/v1/models/m:generateContent")
+            .into_iter()
+            .map(|(key, fate)| match fate {
+                Ok(r) => json!({"response": r, "metadata": {"key": key}}),
+                Err(kind) => json!({"error": {"code": 4, "message": format!("item {kind}")}, "metadata": {"key": key}}),
+            })
+            .collect();
+        let f = self.faults.lock().unwrap();
+        let state = if f.expire_batches { "BATCH_STATE_EXPIRED" } else { "BATCH_STATE_SUCCEEDED" };
+        ok(json!({"name": name, "done": true, "metadata": {"state": state,
+            "batchStats": {"requestCount": responses.len().to_string()},
+            "output": {"inlinedResponses": {"inlinedResponses": responses}}}})
+        .to_string())
+    }
+}
+
+/// The file part of a multipart/form-data body.
+fn multipart_file(body: &str) -> String {
+    let Some(start) = body.find("filename=") else { return String::new() };
+    let rest = &body[start..];
+    let Some(head_end) = rest.find("\r\n\r\n") else { return String::new() };
+    let content = &rest[head_end + 4..];
+    let end = content.rfind("\r\n--").unwrap_or(content.len());
+    content[..end].to_string()
+}
