@@ -214,8 +214,10 @@ async fn oversized_submissions_are_split() {
     let (code, out, err) =
         redjury(run_args(&panel, &dir2, "run", "cache.sqlite", &["--batch"]), true).await;
     assert_eq!(code, 0, "{out}{err}");
-    for sizes in p.created() {
+    for (sizes, m) in p.created().iter().zip(&p.mocks) {
         assert!(sizes.len() > 1, "split by size: {sizes:?}");
+        let bodies = m.bodies.lock().unwrap().clone();
+        assert!(bodies.iter().all(|b| *b <= 60_000), "{}: {bodies:?}", m.provider);
     }
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);
@@ -282,5 +284,43 @@ async fn an_expired_batch_and_a_cancelled_one_fall_back() {
     assert_eq!(code, 0, "{out}{err}");
     let batched: usize = p.created().iter().flatten().sum();
     assert_eq!(p.live_calls(), batched, "the cancelled calls went live");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejudge_by_batch_sends_only_the_new_calls() {
+    let p = Providers::start().await;
+    let dir = temp_dir("batch-rejudge");
+    let panel = p.panel(&dir, "");
+    let (code, out, err) = redjury(run_args(&panel, &dir, "live", "cache.sqlite", &[]), true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let live_calls = p.live_calls();
+    // A second repeat per judge: only those calls are new.
+    let twice = p.panel(&dir, "repeats = 2");
+    let a = args(&[
+        "rejudge",
+        "--run",
+        &dir.join("live").display().to_string(),
+        "--out",
+        &dir.join("again").display().to_string(),
+        "--panel",
+        &twice.display().to_string(),
+        "--cache",
+        &dir.join("cache.sqlite").display().to_string(),
+        "--batch",
+        "--quiet",
+    ]);
+    let (code, out, err) = redjury(a, true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(p.live_calls(), live_calls, "nothing live");
+    assert_eq!(
+        p.created(),
+        vec![vec![live_calls / 3]; 3],
+        "one batch of the new repeats per judge"
+    );
+    assert_eq!(
+        summary(&dir.join("again"))["counts"]["scored"],
+        summary(&dir.join("live"))["counts"]["scored"]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -514,7 +514,7 @@ impl Judge {
         })?;
         self.limiter.observe(pass, &received.limits, received.status == 429);
         if (200..300).contains(&received.status) {
-            return self.answer(prompt, &received.body, Channel::Live);
+            return self.answer(&prompt.rubric_ids, &received.body, Channel::Live);
         }
         if received.status == 429 {
             self.counters.rate_limited.fetch_add(1, Ordering::Relaxed);
@@ -548,7 +548,7 @@ impl Judge {
     /// counted either way: the provider billed it.
     fn answer(
         &self,
-        prompt: &Prompt,
+        rubric_ids: &[String],
         body: &str,
         channel: Channel,
     ) -> Result<StoredResponse, AttemptError> {
@@ -563,7 +563,7 @@ impl Judge {
         match provider::parse(self.config.provider, body) {
             Ok(Reply::Text { text, usage }) => {
                 self.counters.add_usage(&usage, channel);
-                match verdicts::parse(&text, &prompt.rubric_ids) {
+                match verdicts::parse(&text, rubric_ids) {
                     Ok(_) => Ok(stored(Outcome::Text, text, usage)),
                     Err(message) => Err(AttemptError::Retryable {
                         message: format!("judge '{name}': {message}"),

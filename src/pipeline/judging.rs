@@ -55,14 +55,13 @@ impl BatchProgress for Told<'_> {
     }
 }
 
-/// Sends every call of `items` not in the cache through each judge's batch
-/// API and waits for the batches; per judge, the calls left unanswered.
-async fn by_batch(
+/// Submits, for each judge, the calls of `items` not in the cache as
+/// batches (one plan per judge, in panel order).
+pub(super) async fn submit<'j>(
     items: &[Prepared],
-    judges: &[Arc<Judge>],
+    judges: &'j [Arc<Judge>],
     cache: &Arc<Cache>,
-    progress: &dyn Progress,
-) -> Vec<Unanswered> {
+) -> Vec<batch::Plan<'j>> {
     let mut plans = Vec::with_capacity(judges.len());
     for judge in judges {
         let mut calls: Vec<(Prompt, u32)> = Vec::new();
@@ -76,8 +75,35 @@ async fn by_batch(
         }
         plans.push(judge.submit_batches(calls, cache).await);
     }
+    plans
+}
+
+/// Waits for every plan's batches; per judge (in panel order), the calls
+/// they left unanswered, as `fallback` says to treat them.
+pub(super) async fn wait(
+    mut plans: Vec<batch::Plan<'_>>,
+    judges: &[Arc<Judge>],
+    cache: &Arc<Cache>,
+    progress: &dyn Progress,
+    fallback: BatchFallback,
+) -> Vec<Unanswered> {
     batch::wait(&mut plans, cache, &Told(progress)).await;
-    plans.into_iter().map(batch::Plan::unanswered).collect()
+    let mut skipped = vec![Unanswered::new(); judges.len()];
+    let mut left = 0;
+    for plan in plans {
+        let Some(ji) = judges.iter().position(|j| j.config.name == plan.judge_name()) else {
+            continue;
+        };
+        let unanswered = plan.unanswered();
+        left += unanswered.len();
+        if fallback == BatchFallback::Incomplete {
+            skipped[ji].extend(unanswered);
+        }
+    }
+    if left > 0 && fallback == BatchFallback::Live {
+        tracing::warn!("{left} calls were not answered by batch; sending them live");
+    }
+    skipped
 }
 
 /// No progress to tell.
@@ -90,32 +116,16 @@ impl Progress for Silent {
 
 /// Calls every judge on every prompt of `items`, then votes and settles
 /// each row. Identical calls share one request (the judge de-duplicates).
+/// A call in `skipped` (per judge, in panel order) is not made: its judge
+/// abstains with the reason.
 pub async fn judge(
     items: Vec<Prepared>,
     judges: &[Arc<Judge>],
     quorum: usize,
     cache: &Arc<Cache>,
     progress: &dyn Progress,
-    dispatch: Dispatch,
+    skipped: &[Unanswered],
 ) -> Vec<TaskResult> {
-    let skipped = match dispatch {
-        Dispatch::Live => vec![Unanswered::new(); judges.len()],
-        Dispatch::Batch(fallback) => {
-            let unanswered = by_batch(&items, judges, cache, progress).await;
-            let left: usize = unanswered.iter().map(|u| u.len()).sum();
-            match fallback {
-                BatchFallback::Live => {
-                    if left > 0 {
-                        tracing::warn!(
-                            "{left} calls were not answered by batch; sending them live"
-                        );
-                    }
-                    vec![Unanswered::new(); judges.len()]
-                }
-                BatchFallback::Incomplete => unanswered,
-            }
-        }
-    };
     let mut set = tokio::task::JoinSet::new();
     let mut planned = 0u64;
     for (ii, item) in items.iter().enumerate() {
@@ -125,7 +135,7 @@ pub async fn judge(
                 let (judge, cache, prompt) = (judge.clone(), cache.clone(), prompt.clone());
                 planned += 1;
                 let digest = judge.call_key(&prompt, repeat).digest();
-                if let Some(why) = skipped[ji].get(&digest) {
+                if let Some(why) = skipped.get(ji).and_then(|s| s.get(&digest)) {
                     let result = judge.unanswered(&prompt, why.clone());
                     set.spawn(async move { (ii, ji, result) });
                     continue;

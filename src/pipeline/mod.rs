@@ -21,6 +21,7 @@ pub use judging::{BatchFallback, Dispatch, Progress, Silent};
 pub use prepare::{OutputSource, Prepared, skeleton};
 
 use crate::cache::{Cache, CacheError};
+use crate::judge::batch::{self, Unanswered};
 use crate::judge::config::PanelConfig;
 use crate::judge::{Judge, JudgeError};
 use crate::prompt::{Prompt, Templates};
@@ -259,7 +260,42 @@ impl Scorer {
                 })
                 .collect();
         }
-        judging::judge(items, &self.judges, self.quorum, &self.cache, progress, self.dispatch).await
+        let skipped = match self.dispatch {
+            Dispatch::Live => Vec::new(),
+            Dispatch::Batch(fallback) => {
+                let plans = self.submit_batches(&items).await;
+                self.wait_batches(plans, progress, fallback).await
+            }
+        };
+        self.judge_skipping(items, progress, &skipped).await
+    }
+
+    /// Submits the calls of `items` not in the cache as batches, without
+    /// waiting: a run submits all its batches before it waits on any.
+    pub async fn submit_batches(&self, items: &[Prepared]) -> Vec<batch::Plan<'_>> {
+        judging::submit(items, &self.judges, &self.cache).await
+    }
+
+    /// Waits for submitted batches; per judge (in panel order), the calls
+    /// to leave unanswered, as `fallback` says.
+    pub async fn wait_batches(
+        &self,
+        plans: Vec<batch::Plan<'_>>,
+        progress: &dyn Progress,
+        fallback: BatchFallback,
+    ) -> Vec<Unanswered> {
+        judging::wait(plans, &self.judges, &self.cache, progress, fallback).await
+    }
+
+    /// Judges prepared outputs live (answers the batches stored come from
+    /// the cache); calls in `skipped` abstain with their reason.
+    pub async fn judge_skipping(
+        &self,
+        items: Vec<Prepared>,
+        progress: &dyn Progress,
+        skipped: &[Unanswered],
+    ) -> Vec<TaskResult> {
+        judging::judge(items, &self.judges, self.quorum, &self.cache, progress, skipped).await
     }
 
     /// Judges a stored prompt for an existing row (`rejudge`).

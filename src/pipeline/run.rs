@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{OutputSource, Prepared, Progress, Scorer};
+use super::{Dispatch, OutputSource, Prepared, Progress, Scorer};
 use crate::aggregate::Bootstrap;
 use crate::report::{self, JudgeSummary, Prices, PromptRecord, Summary};
 use crate::score::{RubricKind, TaskResult};
@@ -180,17 +180,20 @@ pub async fn score(
         .collect();
     let staging = Staging::start(&settings.out, settings.replace)?;
     let views = start_views(&staging.dir, settings.views)?;
-    let mut rows = Vec::with_capacity(work.len());
     let mut prompts = Vec::new();
-    for batch in work.chunks(BATCH) {
-        let batch: Vec<(Arc<Task>, OutputSource, String)> = batch
+    let chunks: Vec<&[(Arc<Task>, PathBuf, String)]> = work.chunks(BATCH).collect();
+    let rows = judge_chunks(scorer, chunks.len(), progress, async |i, pass| {
+        let batch: Vec<(Arc<Task>, OutputSource, String)> = chunks[i]
             .iter()
             .map(|(t, p, trial)| (t.clone(), OutputSource::Path(p.clone()), trial.clone()))
             .collect();
         let prepared = scorer.prepare_all(batch).await;
-        let prepared = record(prepared, views.as_ref(), &mut prompts, &staging.dir)?;
-        rows.extend(scorer.judge(prepared, progress).await);
-    }
+        match pass {
+            Pass::First => record(prepared, views.as_ref(), &mut prompts, &staging.dir),
+            Pass::Again => Ok(prepared),
+        }
+    })
+    .await?;
     if let Some(views) = views {
         views
             .finish()
@@ -203,6 +206,46 @@ pub async fn score(
         .map(|(p, why)| report::Unusable { path: p.display().to_string(), reason: why.clone() })
         .collect();
     finish(scorer, settings, staging, rows, prompts, Leftovers { missing, unmatched, unusable })
+}
+
+/// Which time a chunk of outputs is prepared: the first (its prompts and
+/// views are recorded) or again after a batch run (everything from the
+/// caches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    First,
+    Again,
+}
+
+/// Judges `chunks` chunks of outputs, each prepared by `prepare`. Live,
+/// each chunk is prepared and judged in turn (memory stays bounded by the
+/// chunk). By batch, every chunk's calls are submitted before any batch is
+/// waited on, then the chunks are prepared again and judged from the cache.
+async fn judge_chunks(
+    scorer: &Scorer,
+    chunks: usize,
+    progress: &dyn Progress,
+    mut prepare: impl AsyncFnMut(usize, Pass) -> Result<Vec<Prepared>, RunError>,
+) -> Result<Vec<TaskResult>, RunError> {
+    let mut rows = Vec::new();
+    let Dispatch::Batch(fallback) = scorer.dispatch() else {
+        for i in 0..chunks {
+            let prepared = prepare(i, Pass::First).await?;
+            rows.extend(scorer.judge(prepared, progress).await);
+        }
+        return Ok(rows);
+    };
+    let mut plans = Vec::new();
+    for i in 0..chunks {
+        let prepared = prepare(i, Pass::First).await?;
+        plans.extend(scorer.submit_batches(&prepared).await);
+    }
+    let skipped = scorer.wait_batches(plans, progress, fallback).await;
+    for i in 0..chunks {
+        let prepared = prepare(i, Pass::Again).await?;
+        rows.extend(scorer.judge_skipping(prepared, progress, &skipped).await);
+    }
+    Ok(rows)
 }
 
 /// Writes the views of a batch and records its prompts.
@@ -281,11 +324,11 @@ pub async fn rejudge(
             std::fs::copy(e.path(), &to).map_err(|source| RunError::Write { path: to, source })?;
         }
     }
-    let mut out_rows = Vec::with_capacity(rows.len());
     let mut prompts = Vec::new();
-    for batch in rows.chunks(BATCH) {
-        let mut items = Vec::with_capacity(batch.len());
-        for row in batch {
+    let chunks: Vec<&[TaskResult]> = rows.chunks(BATCH).collect();
+    let out_rows = judge_chunks(scorer, chunks.len(), progress, async |i, pass| {
+        let mut items = Vec::with_capacity(chunks[i].len());
+        for row in chunks[i] {
             let mut row = row.clone();
             row.reopen_judged();
             let prompt = match by_key.get(&(row.task.clone(), row.trial.clone())) {
@@ -294,13 +337,14 @@ pub async fn rejudge(
                 }
                 _ => None,
             };
-            if let Some(p) = &prompt {
+            if let (Some(p), Pass::First) = (&prompt, pass) {
                 prompts.push(PromptRecord::of(&row.task, &row.trial, p));
             }
             items.push(Scorer::reopen(row, prompt));
         }
-        out_rows.extend(scorer.judge(items, progress).await);
-    }
+        Ok(items)
+    })
+    .await?;
     let unusable = old.unusable_outputs.clone();
     finish(
         scorer,

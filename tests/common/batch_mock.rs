@@ -53,6 +53,8 @@ pub struct BatchMock {
     pub created: Mutex<Vec<usize>>,
     /// Bytes of every create or upload body.
     pub uploaded: AtomicUsize,
+    /// Bytes of each batch's body (OpenAI: the uploaded file's form).
+    pub bodies: Mutex<Vec<usize>>,
     pub cancels: Mutex<Vec<String>>,
     /// Live calls answered.
     pub live_calls: AtomicUsize,
@@ -70,6 +72,7 @@ impl BatchMock {
             next: AtomicUsize::new(1),
             created: Mutex::default(),
             uploaded: AtomicUsize::new(0),
+            bodies: Mutex::default(),
             cancels: Mutex::default(),
             live_calls: AtomicUsize::new(0),
         })
@@ -114,6 +117,12 @@ impl BatchMock {
         }
         if req.method == "POST" {
             self.uploaded.fetch_add(req.body.len(), Ordering::Relaxed);
+            let carries_items = p == "/v1/files"
+                || p == "/v1/messages/batches"
+                || p.ends_with(":batchGenerateContent");
+            if carries_items {
+                self.bodies.lock().unwrap().push(req.body.len());
+            }
         }
         match self.provider {
             "openai" => self.openai(req),

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::wire::{Api, Payload, WireError};
+use super::wire::{Api, Envelope, Payload, WireError};
 use super::{ItemResult, Phase, Status};
 use crate::judge::config::JudgeConfig;
 
@@ -13,15 +13,18 @@ pub(super) fn item(custom_id: &str, body: Value) -> Value {
     json!({"custom_id": custom_id, "params": body})
 }
 
+/// The create request: `{"requests": [items]}`.
+pub(super) fn envelope() -> Envelope {
+    Envelope::json("{\"requests\":[", "]}")
+}
+
 pub(super) async fn submit(
     api: &Api<'_>,
     judge: &JudgeConfig,
-    items: &[Vec<u8>],
+    body: Payload,
 ) -> Result<(String, Option<String>), WireError> {
-    let body = super::json_list("{\"requests\":[", items, "]}");
     let url = format!("{}/v1/messages/batches", judge.base_url);
-    let reply =
-        api.post(&url, Payload { content_type: "application/json".into(), bytes: body }).await?;
+    let reply = api.post(&url, body).await?;
     let v: Value = serde_json::from_str(&reply)
         .map_err(|e| WireError::format(format!("batch creation reply is not JSON ({e})")))?;
     let id = v

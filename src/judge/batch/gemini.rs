@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::wire::{Api, Payload, WireError};
+use super::wire::{Api, Envelope, Payload, WireError};
 use super::{ItemResult, Phase, Status};
 use crate::judge::config::JudgeConfig;
 
@@ -14,19 +14,21 @@ pub(super) fn item(custom_id: &str, body: Value) -> Value {
     json!({"request": body, "metadata": {"key": custom_id}})
 }
 
+/// The create request: inline requests under `batch.inputConfig`.
+pub(super) fn envelope() -> Envelope {
+    Envelope::json(
+        "{\"batch\":{\"displayName\":\"redjury\",\"inputConfig\":{\"requests\":{\"requests\":[",
+        "]}}}}",
+    )
+}
+
 pub(super) async fn submit(
     api: &Api<'_>,
     judge: &JudgeConfig,
-    items: &[Vec<u8>],
+    body: Payload,
 ) -> Result<(String, Option<String>), WireError> {
-    let body = super::json_list(
-        "{\"batch\":{\"displayName\":\"redjury\",\"inputConfig\":{\"requests\":{\"requests\":[",
-        items,
-        "]}}}}",
-    );
     let url = format!("{}/v1/models/{}:batchGenerateContent", judge.base_url, judge.model);
-    let reply =
-        api.post(&url, Payload { content_type: "application/json".into(), bytes: body }).await?;
+    let reply = api.post(&url, body).await?;
     let v: Value = serde_json::from_str(&reply)
         .map_err(|e| WireError::format(format!("batch creation reply is not JSON ({e})")))?;
     let name = v

@@ -27,7 +27,7 @@ use super::config::Provider;
 use super::{Auth, Channel, Judge, provider};
 use crate::cache::{BatchRecord, BatchState, Cache, CallKey};
 use crate::prompt::Prompt;
-use wire::{Api, Transient, WireError};
+use wire::{Api, Filling, Payload, Transient, WireError};
 
 /// Where a batch is, by the provider's word.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,29 +98,15 @@ const POLL_FAILURES: u32 = 10;
 pub struct Plan<'j> {
     judge: &'j Judge,
     api: Api<'j>,
-    /// This run's calls not in the cache: digest → (prompt, key).
-    calls: HashMap<String, (Prompt, CallKey)>,
+    /// This run's calls not in the cache: digest → (rubric ids, key). Only
+    /// the ids are kept (to validate answers): prompts are large, and a
+    /// run's batches may carry tens of thousands.
+    calls: HashMap<String, (Arc<[String]>, CallKey)>,
     /// Batches not yet collected.
     open: Vec<String>,
     failed: Unanswered,
     poll_failures: HashMap<String, u32>,
     report: BatchReport,
-}
-
-/// A JSON list of serialised items between `prefix` and `suffix`.
-fn json_list(prefix: &str, items: &[Vec<u8>], suffix: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
-        prefix.len() + suffix.len() + items.iter().map(|i| i.len() + 1).sum::<usize>(),
-    );
-    out.extend_from_slice(prefix.as_bytes());
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(item);
-    }
-    out.extend_from_slice(suffix.as_bytes());
-    out
 }
 
 impl Judge {
@@ -159,14 +145,17 @@ impl Judge {
             poll_failures: HashMap::new(),
             report: BatchReport::default(),
         };
-        for (prompt, repeat) in calls {
-            let key = self.call_key(&prompt, repeat);
+        let mut prompts: HashMap<String, &Prompt> = HashMap::new();
+        for (prompt, repeat) in &calls {
+            let key = self.call_key(prompt, *repeat);
             let digest = key.digest();
             let k = key.clone();
             if matches!(cache.blocking(move |c| c.get_response(&k)).await, Ok(Some(_))) {
                 continue;
             }
-            plan.calls.insert(digest, (prompt, key));
+            let ids: Arc<[String]> = prompt.rubric_ids.clone().into();
+            prompts.insert(digest.clone(), prompt);
+            plan.calls.insert(digest, (ids, key));
         }
         plan.report.calls = plan.calls.len();
         if plan.calls.is_empty() {
@@ -177,7 +166,7 @@ impl Judge {
             return plan;
         }
         let fresh = plan.resume(cache).await;
-        plan.submit(fresh, cache).await;
+        plan.submit(fresh, &prompts, cache).await;
         plan
     }
 
@@ -230,21 +219,28 @@ impl Plan<'_> {
         fresh
     }
 
-    /// Submits `digests` in batches no larger than the judge's limits.
-    async fn submit(&mut self, digests: Vec<String>, cache: &Arc<Cache>) {
-        let (max_n, max_bytes) = (
-            self.judge.config.batch_max_requests as usize,
-            self.judge.config.batch_max_bytes as usize,
-        );
-        // Room for the envelope around the items.
-        let room = max_bytes.saturating_sub(256);
-        let mut chunk: Vec<(String, Vec<u8>)> = Vec::new();
-        let mut size = 0usize;
+    /// Submits `digests` in batches no larger than the judge's limits,
+    /// each body written once, item by item.
+    async fn submit(
+        &mut self,
+        digests: Vec<String>,
+        prompts: &HashMap<String, &Prompt>,
+        cache: &Arc<Cache>,
+    ) {
+        let envelope = match self.judge.config.provider {
+            Provider::Openai => openai::envelope(),
+            Provider::Anthropic => anthropic::envelope(),
+            Provider::Gemini => gemini::envelope(),
+        };
+        let max_n = self.judge.config.batch_max_requests as usize;
+        let max_bytes = self.judge.config.batch_max_bytes as usize;
+        let mut body = Filling::start(&envelope);
+        let mut carried: Vec<String> = Vec::new();
         for digest in digests {
-            let Some((prompt, _)) = self.calls.get(&digest) else { continue };
+            let Some(prompt) = prompts.get(&digest) else { continue };
             let item =
                 serde_json::to_vec(&self.judge.batch_item(&digest, prompt)).unwrap_or_default();
-            if item.len() + 1 > room {
+            if envelope.overhead(1) + item.len() > max_bytes {
                 let reason = format!(
                     "the request ({} bytes) is larger than a batch may be (batch_max_bytes)",
                     item.len()
@@ -252,28 +248,29 @@ impl Plan<'_> {
                 self.failed.insert(digest, reason);
                 continue;
             }
-            if !chunk.is_empty() && (chunk.len() >= max_n || size + item.len() + 1 > room) {
-                self.send(std::mem::take(&mut chunk), cache).await;
-                size = 0;
+            let after = body.len() + envelope.separator.len() + item.len() + envelope.suffix.len();
+            let full = body.items() >= max_n || after > max_bytes;
+            if !body.is_empty() && full {
+                let done = std::mem::replace(&mut body, Filling::start(&envelope));
+                self.send(done.finish(&envelope), std::mem::take(&mut carried), cache).await;
             }
-            size += item.len() + 1;
-            chunk.push((digest, item));
+            body.push(&item);
+            carried.push(digest);
         }
-        if !chunk.is_empty() {
-            self.send(chunk, cache).await;
+        if !body.is_empty() {
+            self.send(body.finish(&envelope), carried, cache).await;
         }
         self.report.batches = self.open.len();
         self.report.failed = self.failed.len();
     }
 
     /// Submits one batch and records it before anything waits on it.
-    async fn send(&mut self, chunk: Vec<(String, Vec<u8>)>, cache: &Arc<Cache>) {
+    async fn send(&mut self, body: Payload, carried: Vec<String>, cache: &Arc<Cache>) {
         let judge = self.judge;
-        let items: Vec<Vec<u8>> = chunk.iter().map(|(_, i)| i.clone()).collect();
         let submitted = match judge.config.provider {
-            Provider::Openai => openai::submit(&self.api, &judge.config, &items).await,
-            Provider::Anthropic => anthropic::submit(&self.api, &judge.config, &items).await,
-            Provider::Gemini => gemini::submit(&self.api, &judge.config, &items).await,
+            Provider::Openai => openai::submit(&self.api, &judge.config, body).await,
+            Provider::Anthropic => anthropic::submit(&self.api, &judge.config, body).await,
+            Provider::Gemini => gemini::submit(&self.api, &judge.config, body).await,
         };
         let (id, input_file) = match submitted {
             Ok(s) => s,
@@ -284,7 +281,7 @@ impl Plan<'_> {
                     ""
                 };
                 tracing::error!(judge = %judge.config.name, "batch submission failed: {e}{maybe}");
-                for (digest, _) in chunk {
+                for digest in carried {
                     self.failed.insert(digest, format!("batch submission failed: {e}"));
                 }
                 return;
@@ -297,20 +294,20 @@ impl Plan<'_> {
             base_url: judge.config.base_url.clone(),
             model: judge.config.model.clone(),
             state: BatchState::Submitted,
-            items: chunk.len() as u64,
+            items: carried.len() as u64,
             input_file,
             note: None,
             created_at: crate::cache::unix_now(),
         };
-        let keyed: Vec<(String, CallKey)> = chunk
+        let keyed: Vec<(String, CallKey)> = carried
             .iter()
-            .filter_map(|(d, _)| self.calls.get(d).map(|(_, k)| (d.clone(), k.clone())))
+            .filter_map(|d| self.calls.get(d).map(|(_, k)| (d.clone(), k.clone())))
             .collect();
         let recorded = cache.blocking(move |c| c.record_batch(&record, &keyed)).await;
         if let Err(e) = recorded {
             tracing::error!(judge = %judge.config.name, "batch {id} could not be recorded ({e}); it is polled in this run only");
         }
-        tracing::info!(judge = %judge.config.name, "submitted batch {id} with {} calls", chunk.len());
+        tracing::info!(judge = %judge.config.name, "submitted batch {id} with {} calls", carried.len());
         self.open.push(id);
     }
 
@@ -400,15 +397,16 @@ impl Plan<'_> {
 
     /// Parses and stores one reply; `Some(reason)` when it is unusable.
     async fn store(&self, key: &CallKey, body: &str, cache: &Arc<Cache>) -> Option<String> {
-        let prompt = match self.calls.get(&key.digest()) {
-            Some((p, _)) => Some(p.clone()),
+        let ids: Option<Arc<[String]>> = match self.calls.get(&key.digest()) {
+            Some((ids, _)) => Some(ids.clone()),
             None => {
                 let hash = key.prompt_hash.clone();
-                cache.blocking(move |c| c.get_prompt(&hash)).await.ok().flatten()
+                let prompt = cache.blocking(move |c| c.get_prompt(&hash)).await.ok().flatten();
+                prompt.map(|p| p.rubric_ids.into())
             }
         };
-        let Some(prompt) = prompt else { return Some("its prompt is not in the cache".into()) };
-        match self.judge.answer(&prompt, body, Channel::Batch) {
+        let Some(ids) = ids else { return Some("its prompt is not in the cache".into()) };
+        match self.judge.answer(&ids, body, Channel::Batch) {
             Ok(stored) => {
                 self.judge.counters.batch_calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let (k, s) = (key.clone(), stored);

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::wire::{Api, Payload, WireError, multipart};
+use super::wire::{Api, Envelope, Payload, WireError};
 use super::{ItemResult, Phase, Status};
 use crate::judge::config::JudgeConfig;
 
@@ -13,28 +13,18 @@ pub(super) fn item(custom_id: &str, body: Value) -> Value {
     json!({"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body})
 }
 
-/// Bytes one item adds to the upload (the line and its newline).
-pub(super) fn joined(items: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum());
-    for i in items {
-        out.extend_from_slice(i);
-        out.push(b'\n');
-    }
-    out
+/// The upload: a multipart form whose file holds one line per item.
+pub(super) fn envelope() -> Envelope {
+    Envelope::multipart_jsonl(&[("purpose", "batch")], "file", "redjury-batch.jsonl")
 }
 
 /// Uploads the lines and creates the batch: (batch id, input file id).
 pub(super) async fn submit(
     api: &Api<'_>,
     judge: &JudgeConfig,
-    items: &[Vec<u8>],
+    upload: Payload,
 ) -> Result<(String, Option<String>), WireError> {
-    let jsonl = joined(items);
-    let form = multipart(
-        &[("purpose", "batch")],
-        ("file", "redjury-batch.jsonl", "application/jsonl", &jsonl),
-    );
-    let file = api.post(&format!("{}/files", judge.base_url), form).await?;
+    let file = api.post(&format!("{}/files", judge.base_url), upload).await?;
     let file: Value = serde_json::from_str(&file)
         .map_err(|e| WireError::format(format!("file upload reply is not JSON ({e})")))?;
     let file_id = str_field(&file, "/id", "file upload")?;

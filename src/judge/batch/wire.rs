@@ -137,28 +137,99 @@ fn parse(text: &str) -> Result<Value, WireError> {
         .map_err(|e| WireError::format(format!("the provider's reply is not JSON ({e})")))
 }
 
-/// A multipart/form-data body with text fields and one file.
-pub fn multipart(fields: &[(&str, &str)], file: (&str, &str, &str, &[u8])) -> Payload {
-    // The boundary only has to be absent from the parts; a JSONL file of
-    // judge requests never holds this line.
-    let boundary = "redjury-batch-9b0c7e2f5a3d4e1f8c6b";
-    let mut bytes = Vec::new();
-    for (name, value) in fields {
-        bytes.extend_from_slice(
-            format!(
-                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
-            )
-            .as_bytes(),
-        );
+/// How a batch's items are wrapped into one request body: written
+/// straight into one buffer, so a batch of 190 MB is held once.
+pub struct Envelope {
+    /// Everything before the first item.
+    pub prefix: Vec<u8>,
+    /// Between two items.
+    pub separator: &'static [u8],
+    /// Everything after the last item.
+    pub suffix: Vec<u8>,
+    /// The body's `content-type`.
+    pub content_type: String,
+}
+
+impl Envelope {
+    /// A JSON body: `prefix`, items separated by commas, `suffix`.
+    pub fn json(prefix: &str, suffix: &str) -> Envelope {
+        Envelope {
+            prefix: prefix.as_bytes().to_vec(),
+            separator: b",",
+            suffix: suffix.as_bytes().to_vec(),
+            content_type: "application/json".into(),
+        }
     }
-    let (name, filename, content_type, data) = file;
-    bytes.extend_from_slice(
-        format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\nContent-Type: {content_type}\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    bytes.extend_from_slice(data);
-    bytes.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    Payload { content_type: format!("multipart/form-data; boundary={boundary}"), bytes }
+
+    /// A multipart/form-data body with text fields and one JSONL file
+    /// whose lines are the items.
+    pub fn multipart_jsonl(fields: &[(&str, &str)], file_field: &str, filename: &str) -> Envelope {
+        // The boundary only has to be absent from the parts; a JSONL file
+        // of judge requests never holds this line.
+        let boundary = "redjury-batch-9b0c7e2f5a3d4e1f8c6b";
+        let mut prefix = String::new();
+        for (name, value) in fields {
+            prefix.push_str(&format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            ));
+        }
+        prefix.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{file_field}\"; filename=\"{filename}\"\r\nContent-Type: application/jsonl\r\n\r\n"
+        ));
+        Envelope {
+            prefix: prefix.into_bytes(),
+            separator: b"\n",
+            suffix: format!("\n\r\n--{boundary}--\r\n").into_bytes(),
+            content_type: format!("multipart/form-data; boundary={boundary}"),
+        }
+    }
+
+    /// Bytes the envelope adds around `n` items.
+    pub fn overhead(&self, n: usize) -> usize {
+        self.prefix.len() + self.suffix.len() + n.saturating_sub(1) * self.separator.len()
+    }
+}
+
+/// A batch body being filled: items are appended as they are made.
+pub struct Filling {
+    bytes: Vec<u8>,
+    items: usize,
+    separator: &'static [u8],
+}
+
+impl Filling {
+    /// An empty body in `envelope`.
+    pub fn start(envelope: &Envelope) -> Filling {
+        Filling { bytes: envelope.prefix.clone(), items: 0, separator: envelope.separator }
+    }
+
+    /// Appends one serialised item.
+    pub fn push(&mut self, item: &[u8]) {
+        if self.items > 0 {
+            self.bytes.extend_from_slice(self.separator);
+        }
+        self.bytes.extend_from_slice(item);
+        self.items += 1;
+    }
+
+    /// Items in it.
+    pub fn items(&self) -> usize {
+        self.items
+    }
+
+    /// Bytes so far.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether it holds no item.
+    pub fn is_empty(&self) -> bool {
+        self.items == 0
+    }
+
+    /// The finished body.
+    pub fn finish(mut self, envelope: &Envelope) -> Payload {
+        self.bytes.extend_from_slice(&envelope.suffix);
+        Payload { content_type: envelope.content_type.clone(), bytes: self.bytes }
+    }
 }
