@@ -19,6 +19,8 @@ use crate::view::JudgeView;
 
 const DEFAULT_SYSTEM: &str = include_str!("../prompts/system.md");
 const DEFAULT_USER: &str = include_str!("../prompts/user.md");
+const REFERENCE_SYSTEM: &str = include_str!("../prompts/reference/system.md");
+const REFERENCE_USER: &str = include_str!("../prompts/reference/user.md");
 
 /// The system and user templates, and the view the judges read.
 #[derive(Debug, Clone)]
@@ -50,6 +52,16 @@ impl Templates {
     /// The templates compiled into the binary (the repository's prompts/).
     pub fn builtin() -> Templates {
         Templates::new(DEFAULT_SYSTEM.to_string(), DEFAULT_USER.to_string(), JudgeView::Annotated)
+    }
+
+    /// The reference-equivalent set (`prompts/reference/`): RedlineBench's
+    /// prompt and view, built in.
+    pub fn reference() -> Templates {
+        Templates::new(
+            REFERENCE_SYSTEM.to_string(),
+            REFERENCE_USER.to_string(),
+            JudgeView::Reference,
+        )
     }
 
     /// Templates from a folder holding `system.md` and `user.md`.
@@ -263,6 +275,11 @@ mod tests {
         let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/reference"));
         let reference = Templates::from_dir(dir).expect("loads");
         assert_eq!(reference.view, JudgeView::Reference);
+        assert_eq!(
+            reference.version,
+            Templates::reference().version,
+            "the built-in copy is the folder's"
+        );
         assert_ne!(reference.version, Templates::builtin().version);
         let default =
             Templates::from_dir(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts")))

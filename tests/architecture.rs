@@ -24,6 +24,7 @@ const STAGES: &[&str] = &[
     "report",
     "pipeline",
     "serve",
+    "calibrate",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

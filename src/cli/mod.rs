@@ -72,6 +72,44 @@ pub enum Command {
         /// Bootstrap resamples of the paired CI (with --compare; at least 100).
         #[arg(long, requires = "compare", value_parser = clap::value_parser!(u64).range(100..))]
         resamples: Option<u64>,
+        /// A `redjury calibrate` folder: show how far this run's judges and panel agree with gold.
+        #[arg(long)]
+        calibration: Option<PathBuf>,
+    },
+    /// Measure each judge and the panel against gold labels (accuracy, κ, macro-F1 with CIs), choose a panel, probe biases.
+    Calibrate {
+        /// Task files, as for `score`.
+        #[arg(long)]
+        tasks: PathBuf,
+        /// The calibration set: a folder with verdicts/<task>.json (and the outputs; see README).
+        #[arg(long)]
+        gold: PathBuf,
+        /// A folder holding outputs by name: <DIR>/<output>/<task>.docx (repeatable).
+        #[arg(long)]
+        outputs: Vec<PathBuf>,
+        /// Where calibration.json and calibration.md go.
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        judging: JudgingArgs,
+        /// Send calls not in the cache through the providers' batch APIs.
+        #[arg(long)]
+        batch: bool,
+        /// A probe to run (repeatable): order, repeat[=N], null, gold, injection, view.
+        #[arg(long = "probe")]
+        probes: Vec<redjury::calibrate::Probe>,
+        /// Recommend the cheapest panel within this much κ of the best.
+        #[arg(long, default_value_t = 0.02)]
+        within: f64,
+        /// Bootstrap seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Bootstrap resamples (over tasks).
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(100..))]
+        resamples: u64,
+        /// Print nothing but errors.
+        #[arg(long)]
+        quiet: bool,
     },
     /// List the provider batches recorded in a cache (from `score --batch`), or cancel them.
     Batches {
@@ -278,7 +316,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })?;
             Ok(finish(&report, common.quiet))
         }
-        Command::Report { run, compare, seed, resamples } => {
+        Command::Report { run, compare, seed, resamples, calibration } => {
             let (rows, summary) = redjury::report::load_run(&run)?;
             let mut text = redjury::report::markdown::summary(&summary);
             if let Some(other) = compare {
@@ -295,10 +333,73 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             text.push_str(&redjury::report::markdown::agreement(
                 &redjury::aggregate::agreement::agreement(&rows),
             ));
+            if let Some(dir) = calibration {
+                let c = redjury::calibrate::report::load(&dir).map_err(anyhow::Error::msg)?;
+                text.push_str(&redjury::calibrate::report::for_run(&c, &summary));
+            }
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => serve(args),
+        Command::Calibrate {
+            tasks,
+            gold,
+            outputs,
+            out,
+            judging,
+            batch,
+            probes,
+            within,
+            seed,
+            resamples,
+            quiet,
+        } => {
+            let found = judging.resolve(&out, Some(&tasks))?;
+            if !quiet {
+                println!("panel: {}", found.panel_from);
+                println!("cache: {}", found.cache.display());
+            }
+            let config = ScorerConfig {
+                panel: found.panel,
+                templates: judging.templates()?,
+                cache_path: found.cache,
+                mode: JudgeMode::Live,
+                dispatch: if batch { Dispatch::Batch(BatchFallback::Live) } else { Dispatch::Live },
+            };
+            let settings = redjury::calibrate::CalibrateSettings {
+                probes,
+                within,
+                prices: found.prices,
+                resamples: resamples as usize,
+                seed,
+            };
+            let tasks: Vec<std::sync::Arc<redjury::Task>> =
+                redjury::load_tasks(&tasks)?.into_iter().map(std::sync::Arc::new).collect();
+            let set = redjury::calibrate::gold::load(&gold, &outputs, &tasks)?;
+            let c = runtime()?.block_on(async {
+                let scorer = Setup::refuse_quorum(Scorer::new(config))?;
+                if scorer.dry_run().is_some() {
+                    anyhow::bail!(Refused(
+                        "no judge can be called: calibration needs judges (set their API keys)"
+                            .into()
+                    ));
+                }
+                let bar = progress::Bar::new(!quiet);
+                let c = redjury::calibrate::run(&scorer, &set, &settings, &bar).await;
+                bar.finish();
+                anyhow::Ok(c?)
+            })?;
+            redjury::calibrate::report::write(&out, &c)
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            if !quiet {
+                print!("{}", redjury::calibrate::report::agreement_table(&c));
+                if let Some(r) = &c.recommended {
+                    println!("recommended panel: {} (quorum {})", r.judges.join(", "), r.quorum);
+                }
+                println!("calibration in {}", out.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Batches { cache, panel, cancel, cancel_all } => {
             batches(&cache, panel.as_deref(), cancel, cancel_all)
         }

@@ -134,7 +134,7 @@ impl ViewWriter {
 }
 
 /// Writes a file under a temporary name, syncs it, and renames it into place.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!(
         "{}.tmp-{}",
         path.extension().and_then(|e| e.to_str()).unwrap_or(""),

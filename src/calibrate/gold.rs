@@ -1,0 +1,147 @@
+//! The calibration set: gold verdicts per task, per named output, per
+//! rubric (`<gold>/verdicts/<task>.json`:
+//! `{task_id, outputs: {name: {rubric_id: {verdict, reason}}}}`), and the
+//! outputs they judge, found by name.
+//!
+//! Owns: reading and validating the set (every problem names the file,
+//! the output and the rubric, all reported at once). Must never guess an
+//! output's file: one that is not found is an error saying where it was
+//! looked for.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::task::Task;
+use crate::verdict::Verdict;
+
+/// One labelled output of one task.
+#[derive(Debug, Clone)]
+pub struct LabelledOutput {
+    /// The task.
+    pub task: Arc<Task>,
+    /// The output's name (`gold`, `strong`, …): its trial in the results.
+    pub output: String,
+    /// Its .docx.
+    pub path: PathBuf,
+    /// rubric id → (gold verdict, the labeller's reason).
+    pub labels: BTreeMap<String, (Verdict, String)>,
+}
+
+/// A calibration set.
+#[derive(Debug, Clone)]
+pub struct GoldSet {
+    /// Every labelled output, by task then output name.
+    pub outputs: Vec<LabelledOutput>,
+}
+
+/// Why a calibration set cannot be used; the message lists every problem.
+#[derive(Debug, thiserror::Error)]
+#[error("calibration set {dir}: {}", .problems.join("\n  "))]
+pub struct GoldError {
+    /// The gold folder.
+    pub dir: PathBuf,
+    /// Every problem found.
+    pub problems: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GoldFile {
+    task_id: String,
+    outputs: BTreeMap<String, BTreeMap<String, Label>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Label {
+    verdict: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// Where an output named `name` of `task` is looked for, in order:
+/// `<gold>/outputs/<name>/<task>.docx`, each `<outputs>/<name>/<task>.docx`,
+/// and for `gold`, `<gold>/redlines/<task>.docx`.
+pub fn candidates(gold: &Path, outputs: &[PathBuf], name: &str, task: &str) -> Vec<PathBuf> {
+    let file = format!("{task}.docx");
+    let mut out = vec![gold.join("outputs").join(name).join(&file)];
+    out.extend(outputs.iter().map(|d| d.join(name).join(&file)));
+    if name == "gold" {
+        out.push(gold.join("redlines").join(&file));
+    }
+    out
+}
+
+/// Reads `<gold>/verdicts/*.json` against `tasks`, finding each output.
+pub fn load(gold: &Path, outputs: &[PathBuf], tasks: &[Arc<Task>]) -> Result<GoldSet, GoldError> {
+    let fail = |problems| GoldError { dir: gold.to_path_buf(), problems };
+    let dir = gold.join("verdicts");
+    let entries = std::fs::read_dir(&dir)
+        .map_err(|e| fail(vec![format!("cannot read {}: {e}", dir.display())]))?;
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let by_name: BTreeMap<&str, &Arc<Task>> = tasks.iter().map(|t| (t.name.as_str(), t)).collect();
+    let mut problems = Vec::new();
+    let mut set = Vec::new();
+    for file in &files {
+        let shown = file.display().to_string();
+        let parsed: GoldFile = match std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        {
+            Ok(g) => g,
+            Err(e) => {
+                problems.push(format!("{shown}: {e}"));
+                continue;
+            }
+        };
+        let Some(task) = by_name.get(parsed.task_id.as_str()) else {
+            problems
+                .push(format!("{shown}: task_id {:?} is not a task under --tasks", parsed.task_id));
+            continue;
+        };
+        for (name, labels) in parsed.outputs {
+            let found =
+                candidates(gold, outputs, &name, &task.name).into_iter().find(|p| p.is_file());
+            let Some(path) = found else {
+                let tried: Vec<String> = candidates(gold, outputs, &name, &task.name)
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                problems.push(format!("{shown}: output {name:?}: no file at {}", tried.join(", ")));
+                continue;
+            };
+            let mut checked = BTreeMap::new();
+            for (rubric, label) in labels {
+                if !task.rubrics.iter().any(|r| r.id == rubric) {
+                    problems.push(format!(
+                        "{shown}: output {name:?}: rubric {rubric:?} is not in task {}",
+                        task.name
+                    ));
+                    continue;
+                }
+                match Verdict::parse(label.verdict.trim()) {
+                    Some(v) => {
+                        checked.insert(rubric, (v, label.reason));
+                    }
+                    None => problems.push(format!(
+                        "{shown}: output {name:?}: rubric {rubric}: verdict must be \"PASS\" or \"FAIL\", got {:?}",
+                        label.verdict
+                    )),
+                }
+            }
+            set.push(LabelledOutput { task: (*task).clone(), output: name, path, labels: checked });
+        }
+    }
+    if files.is_empty() {
+        problems.push(format!("no gold verdict files (*.json) in {}", dir.display()));
+    }
+    if problems.is_empty() { Ok(GoldSet { outputs: set }) } else { Err(fail(problems)) }
+}

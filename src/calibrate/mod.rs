@@ -1,0 +1,513 @@
+//! `redjury calibrate`: how far each judge and the panel can be trusted,
+//! measured against gold labels — accuracy, Cohen's κ and macro-F1 with
+//! bootstrap CIs over tasks, Krippendorff's α among judges, every
+//! disagreement with gold, the panels worth running and what they cost,
+//! and probes of each judge's biases.
+//!
+//! Owns: turning a calibration set into judge calls (through the one
+//! [`Scorer`], so the cache makes a second run free) and the calibration
+//! record. Must never judge anything the scorer would not judge the same
+//! way in a run (the same prepare, prompts, votes and panel rule), and
+//! never count an abstention as a wrong verdict (the figures are over
+//! decided items; abstention rates are reported beside them).
+
+pub mod doctored;
+pub mod gold;
+mod probes;
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::calibration::{self, Confusion, Estimate};
+use crate::pipeline::{OutputSource, Prepared, Progress, Scorer};
+use crate::prompt::{Prompt, Templates};
+use crate::report::{Billed, Prices};
+use crate::score::{RubricKind, TaskResult};
+use crate::task::Task;
+use crate::verdict::Verdict;
+pub use gold::{GoldError, GoldSet, LabelledOutput};
+
+/// A bias probe, chosen by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Probe {
+    /// The rubric list reversed.
+    Order,
+    /// The same call this many times in all.
+    Repeat(u32),
+    /// The task's input unedited (one comment by the author).
+    Null,
+    /// The gold redline's reward.
+    Gold,
+    /// A tracked paragraph telling the judge to answer PASS.
+    Injection,
+    /// The reference-faithful view and prompts against the default ones.
+    View,
+}
+
+impl FromStr for Probe {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Probe, String> {
+        match s.trim() {
+            "order" => Ok(Probe::Order),
+            "null" => Ok(Probe::Null),
+            "gold" => Ok(Probe::Gold),
+            "injection" => Ok(Probe::Injection),
+            "view" => Ok(Probe::View),
+            "repeat" => Ok(Probe::Repeat(3)),
+            other => match other.strip_prefix("repeat=").map(str::parse::<u32>) {
+                Some(Ok(n)) if (2..=20).contains(&n) => Ok(Probe::Repeat(n)),
+                _ => Err(format!(
+                    "unknown probe {other:?}: choose order, repeat[=N] (2..20), null, gold, injection or view"
+                )),
+            },
+        }
+    }
+}
+
+/// How a calibration is run besides the scorer and the set.
+#[derive(Debug, Clone)]
+pub struct CalibrateSettings {
+    /// The probes to run.
+    pub probes: Vec<Probe>,
+    /// A panel within this much κ of the best may be recommended if cheaper.
+    pub within: f64,
+    /// Prices for the cost of panels.
+    pub prices: Prices,
+    /// Bootstrap resamples over tasks.
+    pub resamples: usize,
+    /// Bootstrap seed.
+    pub seed: u64,
+}
+
+/// One labelled (output, rubric) and what each judge and the panel said.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Observation {
+    /// The task.
+    pub task: String,
+    /// The output's name.
+    pub output: String,
+    /// The rubric.
+    pub rubric: String,
+    /// Its weight (negative = penalty).
+    pub weight: i32,
+    /// Its category.
+    pub category: String,
+    /// The gold verdict.
+    pub gold: Verdict,
+    /// The labeller's reason.
+    pub reason: String,
+    /// The panel's verdict.
+    pub panel: Option<Verdict>,
+    /// Each judge's vote.
+    pub votes: BTreeMap<String, Option<Verdict>>,
+    /// Each judge's justification, or why it abstained.
+    pub notes: BTreeMap<String, String>,
+}
+
+/// A rater's figures in one slice (a category, positive or penalty items).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Brief {
+    /// Labelled items in the slice.
+    pub items: u64,
+    /// Share of decided items agreeing with gold.
+    pub accuracy: Option<f64>,
+    /// Cohen's κ against gold.
+    pub kappa: Option<f64>,
+    /// Macro-F1 against gold.
+    pub macro_f1: Option<f64>,
+}
+
+/// One rater's (a judge's or the panel's) agreement with gold.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RaterFigures {
+    /// Labelled items.
+    pub items: u64,
+    /// Share of items without a verdict.
+    pub abstention_rate: Option<f64>,
+    /// Accuracy over decided items, with its CI over tasks.
+    pub accuracy: Option<Estimate>,
+    /// Cohen's κ.
+    pub kappa: Option<Estimate>,
+    /// Macro-F1.
+    pub macro_f1: Option<Estimate>,
+    /// Gold × rater counts.
+    pub confusion: Confusion,
+    /// By rubric category.
+    pub by_category: BTreeMap<String, Brief>,
+    /// Positive items and penalty items.
+    pub by_sign: BTreeMap<String, Brief>,
+    /// USD per 1,000 rubric verdicts (judges only; from the stored token
+    /// counts of its calls, so a cached rerun still knows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_1000: Option<f64>,
+}
+
+/// A panel made of some of the judges, with its quorum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PanelChoice {
+    /// The judges in it.
+    pub judges: Vec<String>,
+    /// Its quorum.
+    pub quorum: usize,
+    /// Cohen's κ of its verdicts against gold.
+    pub kappa: Option<f64>,
+    /// Its accuracy over decided items.
+    pub accuracy: Option<f64>,
+    /// Share of items it decides.
+    pub coverage: f64,
+    /// USD per 1,000 rubric verdicts.
+    pub cost_per_1000: Option<f64>,
+    /// How many of its judges a probe flagged.
+    #[serde(default)]
+    pub flagged: usize,
+}
+
+/// What `redjury calibrate` found.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Tasks in the set.
+    pub tasks: usize,
+    /// Labelled outputs.
+    pub outputs: usize,
+    /// Labelled judge rubric verdicts.
+    pub items: usize,
+    /// The prompt templates' version.
+    pub template_version: String,
+    /// The configured panel's quorum.
+    pub quorum: usize,
+    /// Each judge's model.
+    pub models: BTreeMap<String, String>,
+    /// Each judge's figures.
+    pub judges: BTreeMap<String, RaterFigures>,
+    /// The configured panel's figures.
+    pub panel: RaterFigures,
+    /// Krippendorff's α among the judges.
+    pub alpha: Option<f64>,
+    /// Deterministic checks against gold: (items, agreeing).
+    pub checks: (u64, u64),
+    /// Every item where the panel or a judge departs from gold.
+    pub disagreements: Vec<Observation>,
+    /// Every subset of judges × quorum, best κ first (cheaper first on ties).
+    pub panels: Vec<PanelChoice>,
+    /// The cheapest panel within `within` κ of the best.
+    pub recommended: Option<PanelChoice>,
+    /// The tolerance used for the recommendation.
+    pub within: f64,
+    /// The probes' findings, by probe name.
+    pub probes: BTreeMap<String, probes::ProbeReport>,
+}
+
+/// Why a calibration cannot run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CalibrateError {
+    /// The calibration set is not valid.
+    #[error(transparent)]
+    Gold(#[from] GoldError),
+    /// A probe cannot be made.
+    #[error("probe {probe}: {message}")]
+    #[allow(missing_docs)]
+    Probe { probe: String, message: String },
+}
+
+/// The labelled outputs as pipeline work (trial = the output's name).
+fn work(set: &GoldSet) -> Vec<(Arc<Task>, OutputSource, String)> {
+    set.outputs
+        .iter()
+        .map(|o| (o.task.clone(), OutputSource::Path(o.path.clone()), o.output.clone()))
+        .collect()
+}
+
+/// Judges `work` on `scorer`; the rows and the prompts (by task, trial).
+async fn judge_work(
+    scorer: &Scorer,
+    work: Vec<(Arc<Task>, OutputSource, String)>,
+    progress: &dyn Progress,
+) -> (Vec<TaskResult>, BTreeMap<(String, String), Prompt>) {
+    let prepared: Vec<Prepared> = scorer.prepare_all(work).await;
+    let prompts = prepared
+        .iter()
+        .filter_map(|p| Some(((p.row.task.clone(), p.row.trial.clone()), p.prompt.clone()?)))
+        .collect();
+    (scorer.judge(prepared, progress).await, prompts)
+}
+
+/// The labelled judge-rubric observations of `rows`.
+fn observe(set: &GoldSet, rows: &[TaskResult]) -> (Vec<Observation>, (u64, u64)) {
+    let by_key: BTreeMap<(&str, &str), &TaskResult> =
+        rows.iter().map(|r| ((r.task.as_str(), r.trial.as_str()), r)).collect();
+    let mut out = Vec::new();
+    let mut checks = (0, 0);
+    for labelled in &set.outputs {
+        let Some(row) = by_key.get(&(labelled.task.name.as_str(), labelled.output.as_str())) else {
+            continue;
+        };
+        for r in &row.rubrics {
+            let Some((gold, reason)) = labelled.labels.get(&r.id) else { continue };
+            if r.kind == RubricKind::Check {
+                checks.0 += 1;
+                checks.1 += u64::from(r.verdict == Some(*gold));
+                continue;
+            }
+            let mut notes = r.justifications.clone();
+            notes.extend(r.abstentions.clone());
+            out.push(Observation {
+                task: row.task.clone(),
+                output: row.trial.clone(),
+                rubric: r.id.clone(),
+                weight: r.weight,
+                category: r.category.clone(),
+                gold: *gold,
+                reason: reason.clone(),
+                panel: r.verdict,
+                votes: r.votes.clone(),
+                notes,
+            });
+        }
+    }
+    (out, checks)
+}
+
+fn brief(pairs: &[(Verdict, Option<Verdict>)]) -> Brief {
+    let c = Confusion::of(pairs);
+    Brief {
+        items: pairs.len() as u64,
+        accuracy: c.accuracy(),
+        kappa: c.kappa(),
+        macro_f1: c.macro_f1(),
+    }
+}
+
+/// One rater's figures; `rater` reads its verdict off an observation.
+fn figures(
+    obs: &[Observation],
+    rater: impl Fn(&Observation) -> Option<Verdict>,
+    settings: &CalibrateSettings,
+) -> RaterFigures {
+    let mut by_task: BTreeMap<String, Vec<(Verdict, Option<Verdict>)>> = BTreeMap::new();
+    let mut by_category: BTreeMap<String, Vec<(Verdict, Option<Verdict>)>> = BTreeMap::new();
+    let mut by_sign: BTreeMap<String, Vec<(Verdict, Option<Verdict>)>> = BTreeMap::new();
+    for o in obs {
+        let pair = (o.gold, rater(o));
+        by_task.entry(o.task.clone()).or_default().push(pair);
+        by_category.entry(o.category.clone()).or_default().push(pair);
+        let sign = if o.weight < 0 { "penalty" } else { "positive" };
+        by_sign.entry(sign.into()).or_default().push(pair);
+    }
+    let all: Vec<(Verdict, Option<Verdict>)> = by_task.values().flatten().copied().collect();
+    let confusion = Confusion::of(&all);
+    let est = |m: fn(&Confusion) -> Option<f64>| {
+        calibration::estimate(&by_task, |p| m(&Confusion::of(p)), settings.resamples, settings.seed)
+    };
+    RaterFigures {
+        items: all.len() as u64,
+        abstention_rate: confusion.abstention_rate(),
+        accuracy: est(Confusion::accuracy),
+        kappa: est(Confusion::kappa),
+        macro_f1: est(Confusion::macro_f1),
+        confusion,
+        by_category: by_category.iter().map(|(k, v)| (k.clone(), brief(v))).collect(),
+        by_sign: by_sign.iter().map(|(k, v)| (k.clone(), brief(v))).collect(),
+        cost_per_1000: None,
+    }
+}
+
+/// USD per 1,000 rubric verdicts for each judge, from the token counts the
+/// cache stored for its calls on `prompts`.
+async fn costs(
+    scorer: &Scorer,
+    prompts: &BTreeMap<(String, String), Prompt>,
+    prices: &Prices,
+) -> BTreeMap<String, Option<f64>> {
+    let verdicts: usize = prompts.values().map(|p| p.rubric_ids.len()).sum();
+    let mut out = BTreeMap::new();
+    for judge in scorer.judges() {
+        let mut billed = Billed::default();
+        for p in prompts.values() {
+            let key = judge.call_key(p, 0);
+            let stored = scorer.cache().blocking(move |c| c.get_response(&key)).await;
+            if let Ok(Some(s)) = stored {
+                billed.input += s.usage.input;
+                billed.cached += s.usage.cached;
+                billed.cache_write += s.usage.cache_write;
+                billed.output += s.usage.output;
+            }
+        }
+        let cost = prices.cost(&judge.config.model, billed);
+        let per = cost.filter(|_| verdicts > 0).map(|c| c / verdicts as f64 * 1000.0);
+        out.insert(judge.config.name.clone(), per);
+    }
+    out
+}
+
+/// Every non-empty subset of `judges` with every quorum it can have.
+fn panel_choices(
+    obs: &[Observation],
+    judges: &[String],
+    costs: &BTreeMap<String, Option<f64>>,
+) -> Vec<PanelChoice> {
+    let mut out = Vec::new();
+    for mask in 1u32..(1 << judges.len().min(16)) {
+        let members: Vec<&String> = judges
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) != 0)
+            .map(|(_, j)| j)
+            .collect();
+        for quorum in 1..=members.len() {
+            let pairs: Vec<(Verdict, Option<Verdict>)> = obs
+                .iter()
+                .map(|o| {
+                    let votes: Vec<Option<Verdict>> =
+                        members.iter().map(|j| o.votes.get(*j).copied().flatten()).collect();
+                    (o.gold, crate::panel::decide(&votes, quorum))
+                })
+                .collect();
+            let c = Confusion::of(&pairs);
+            let cost: Option<f64> = members.iter().map(|j| costs.get(*j).copied().flatten()).sum();
+            out.push(PanelChoice {
+                judges: members.iter().map(|j| j.to_string()).collect(),
+                quorum,
+                kappa: c.kappa(),
+                accuracy: c.accuracy(),
+                coverage: 1.0 - c.abstention_rate().unwrap_or(1.0),
+                cost_per_1000: cost,
+                flagged: 0,
+            });
+        }
+    }
+    rank(&mut out, &[]);
+    out
+}
+
+fn cost_key(p: &PanelChoice) -> f64 {
+    p.cost_per_1000.unwrap_or(f64::MAX)
+}
+
+/// Orders panels: best κ first; among equals, fewer judges a probe
+/// flagged, more items decided, cheaper, smaller.
+fn rank(panels: &mut [PanelChoice], flagged: &[String]) {
+    for p in panels.iter_mut() {
+        p.flagged = p.judges.iter().filter(|j| flagged.contains(j)).count();
+    }
+    panels.sort_by(|a, b| {
+        let k = |p: &PanelChoice| p.kappa.unwrap_or(f64::NEG_INFINITY);
+        k(b).total_cmp(&k(a))
+            .then(a.flagged.cmp(&b.flagged))
+            .then(b.coverage.total_cmp(&a.coverage))
+            .then(cost_key(a).total_cmp(&cost_key(b)))
+            .then(a.judges.len().cmp(&b.judges.len()))
+    });
+}
+
+/// The cheapest panel whose κ is within `within` of the best and that
+/// decides as many items as the best does, preferring one no probe
+/// flagged a judge of.
+fn recommend(panels: &[PanelChoice], within: f64) -> Option<PanelChoice> {
+    let best = panels.first()?;
+    let floor = best.kappa? - within;
+    panels
+        .iter()
+        .filter(|p| p.kappa.is_some_and(|k| k >= floor) && p.coverage >= best.coverage - 1e-12)
+        .min_by(|a, b| {
+            a.flagged
+                .cmp(&b.flagged)
+                .then(cost_key(a).total_cmp(&cost_key(b)))
+                .then(a.judges.len().cmp(&b.judges.len()))
+        })
+        .cloned()
+}
+
+/// Runs the calibration: every labelled output judged, the figures, the
+/// panels, and the probes asked for.
+pub async fn run(
+    scorer: &Scorer,
+    set: &GoldSet,
+    settings: &CalibrateSettings,
+    progress: &dyn Progress,
+) -> Result<Calibration, CalibrateError> {
+    let (rows, prompts) = judge_work(scorer, work(set), progress).await;
+    let (obs, checks) = observe(set, &rows);
+    let names: Vec<String> = scorer.judges().iter().map(|j| j.config.name.clone()).collect();
+    let costs = costs(scorer, &prompts, &settings.prices).await;
+    let mut judges = BTreeMap::new();
+    for name in &names {
+        let mut f = figures(&obs, |o| o.votes.get(name).copied().flatten(), settings);
+        f.cost_per_1000 = costs.get(name).copied().flatten();
+        judges.insert(name.clone(), f);
+    }
+    let units: Vec<Vec<Option<Verdict>>> = obs
+        .iter()
+        .map(|o| names.iter().map(|n| o.votes.get(n).copied().flatten()).collect())
+        .collect();
+    let panels = panel_choices(&obs, &names, &costs);
+    let disagreements = obs
+        .iter()
+        .filter(|o| o.panel != Some(o.gold) || o.votes.values().any(|v| *v != Some(o.gold)))
+        .cloned()
+        .collect();
+    let mut calibration = Calibration {
+        tasks: set
+            .outputs
+            .iter()
+            .map(|o| o.task.name.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        outputs: set.outputs.len(),
+        items: obs.len(),
+        template_version: scorer.templates().version.clone(),
+        quorum: scorer.quorum(),
+        models: scorer
+            .judges()
+            .iter()
+            .map(|j| (j.config.name.clone(), j.config.model.clone()))
+            .collect(),
+        panel: figures(&obs, |o| o.panel, settings),
+        judges,
+        alpha: calibration::krippendorff_alpha(&units),
+        checks,
+        disagreements,
+        recommended: recommend(&panels, settings.within),
+        panels,
+        within: settings.within,
+        probes: BTreeMap::new(),
+    };
+    let context = probes::Context {
+        scorer,
+        set,
+        settings,
+        obs: &obs,
+        rows: &rows,
+        prompts: &prompts,
+        progress,
+    };
+    for probe in &settings.probes {
+        let (name, report) = probes::run(*probe, &context).await?;
+        calibration.probes.insert(name, report);
+    }
+    let flagged: Vec<String> =
+        calibration.probes.values().flat_map(|p| p.flagged.iter().cloned()).collect();
+    rank(&mut calibration.panels, &flagged);
+    calibration.recommended = recommend(&calibration.panels, settings.within);
+    Ok(calibration)
+}
+
+/// The scorer for the view probe: the same judges, cache and quorum with
+/// the reference-faithful templates.
+fn reference_scorer(scorer: &Scorer) -> Option<Scorer> {
+    Scorer::with_judges(
+        scorer.judges().to_vec(),
+        scorer.quorum(),
+        Templates::reference(),
+        scorer.cache().clone(),
+        crate::pipeline::JudgeMode::Live,
+    )
+    .ok()
+    .map(|s| s.dispatching(scorer.dispatch()))
+}

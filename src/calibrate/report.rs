@@ -1,0 +1,274 @@
+//! `calibration.json` and `calibration.md`: writing and reading a
+//! calibration folder, and the Markdown a reader opens first.
+//!
+//! Owns: formatting only; every figure is computed in `calibrate`.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use super::{Calibration, RaterFigures};
+use crate::aggregate::calibration::Estimate;
+
+/// Writes `calibration.json` and `calibration.md` into `dir`.
+pub fn write(dir: &Path, c: &Calibration) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let json = serde_json::to_vec_pretty(c).map_err(std::io::Error::other)?;
+    crate::report::write_atomic(&dir.join("calibration.json"), &json)?;
+    crate::report::write_atomic(&dir.join("calibration.md"), markdown(c).as_bytes())
+}
+
+/// Reads a calibration folder's `calibration.json`.
+pub fn load(dir: &Path) -> Result<Calibration, String> {
+    let path = dir.join("calibration.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!("cannot read {}: {e} (is it a `redjury calibrate` folder?)", path.display())
+    })?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn est(e: &Option<Estimate>) -> String {
+    match e {
+        Some(Estimate { value, ci95: Some([lo, hi]) }) => format!("{value:.3} [{lo:.3}, {hi:.3}]"),
+        Some(Estimate { value, ci95: None }) => format!("{value:.3}"),
+        None => "—".into(),
+    }
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "—".into())
+}
+
+fn rater_row(out: &mut String, name: &str, f: &RaterFigures) {
+    let _ = writeln!(
+        out,
+        "| {name} | {} | {} | {} | {} | {} | {} |",
+        f.items,
+        est(&f.accuracy),
+        est(&f.kappa),
+        est(&f.macro_f1),
+        opt(f.abstention_rate.map(|r| r * 100.0), 1),
+        opt(f.cost_per_1000, 3)
+    );
+}
+
+/// The judges' and the panel's agreement with gold, as a table.
+pub fn agreement_table(c: &Calibration) -> String {
+    let mut out = String::from(
+        "| rater | items | accuracy [95% CI] | Cohen's κ [95% CI] | macro-F1 [95% CI] | abstained % | USD / 1,000 verdicts |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (name, f) in &c.judges {
+        rater_row(&mut out, name, f);
+    }
+    rater_row(&mut out, &format!("panel (quorum {})", c.quorum), &c.panel);
+    out
+}
+
+/// How far a run's judges and panel agree with gold, from a calibration
+/// made with the same judges (each judge's model is compared; a
+/// different model or prompt version is said).
+pub fn for_run(c: &Calibration, run: &crate::report::Summary) -> String {
+    let mut out = String::from("\n## Panel calibration\n\n");
+    for (name, j) in &run.judges {
+        match c.models.get(name) {
+            Some(m) if *m == j.model => {}
+            Some(m) => {
+                let _ = writeln!(
+                    out,
+                    "_{name} was calibrated with model {m}, the run used {}._\n",
+                    j.model
+                );
+            }
+            None => {
+                let _ = writeln!(out, "_{name} is not in the calibration._\n");
+            }
+        }
+    }
+    if c.template_version != run.template_version {
+        out.push_str("_The calibration used other prompt templates than this run._\n\n");
+    }
+    if c.quorum != run.quorum {
+        let _ = writeln!(
+            out,
+            "_The calibration's panel had quorum {}, this run {}._\n",
+            c.quorum, run.quorum
+        );
+    }
+    out.push_str(&agreement_table(c));
+    out
+}
+
+/// The whole report.
+pub fn markdown(c: &Calibration) -> String {
+    let mut out = format!(
+        "# Calibration against gold labels\n\n{} tasks, {} labelled outputs, {} judge-rubric verdicts (template {}). CIs resample tasks.\n\n",
+        c.tasks,
+        c.outputs,
+        c.items,
+        &c.template_version[..c.template_version.len().min(12)]
+    );
+    out.push_str(&agreement_table(c));
+    let _ = writeln!(out, "\nKrippendorff's α among the judges: {}", opt(c.alpha, 3));
+    if c.checks.0 > 0 {
+        let _ = writeln!(
+            out,
+            "\nDeterministic checks: {} of {} agree with gold.",
+            c.checks.1, c.checks.0
+        );
+    }
+    breakdowns(&mut out, c);
+    confusions(&mut out, c);
+    panels(&mut out, c);
+    probes(&mut out, c);
+    disagreements(&mut out, c);
+    out
+}
+
+fn breakdowns(out: &mut String, c: &Calibration) {
+    out.push_str("\n## By category and by sign (κ / accuracy)\n\n");
+    let mut slices: Vec<String> = c.panel.by_sign.keys().cloned().collect();
+    slices.extend(c.panel.by_category.keys().cloned());
+    let _ = writeln!(out, "| rater | {} |", slices.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(slices.len()));
+    let mut raters: Vec<(&String, &RaterFigures)> = c.judges.iter().collect();
+    let panel = "panel".to_string();
+    raters.push((&panel, &c.panel));
+    for (name, f) in raters {
+        let cells: Vec<String> = slices
+            .iter()
+            .map(|s| {
+                let b = f.by_sign.get(s).or_else(|| f.by_category.get(s));
+                b.map(|b| format!("{} / {} (n={})", opt(b.kappa, 2), opt(b.accuracy, 2), b.items))
+                    .unwrap_or_else(|| "—".into())
+            })
+            .collect();
+        let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
+    }
+}
+
+fn confusions(out: &mut String, c: &Calibration) {
+    out.push_str("\n## Confusion (gold → rater)\n\n| rater | PASS→PASS | PASS→FAIL | FAIL→PASS | FAIL→FAIL | PASS→none | FAIL→none |\n|---|---|---|---|---|---|---|\n");
+    let mut raters: Vec<(&str, &RaterFigures)> =
+        c.judges.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    raters.push(("panel", &c.panel));
+    for (name, f) in raters {
+        let m = &f.confusion;
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {} | {} | {} |",
+            m.pass_pass, m.pass_fail, m.fail_pass, m.fail_fail, m.pass_none, m.fail_none
+        );
+    }
+}
+
+fn panels(out: &mut String, c: &Calibration) {
+    out.push_str("\n## Panels (every subset of judges × quorum, best κ first; among equals, fewer flagged judges first)\n\n| judges | quorum | κ | accuracy | decided % | flagged judges | USD / 1,000 verdicts |\n|---|---|---|---|---|---|---|\n");
+    for p in c.panels.iter().take(20) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.1} | {} | {} |",
+            p.judges.join(", "),
+            p.quorum,
+            opt(p.kappa, 3),
+            opt(p.accuracy, 3),
+            p.coverage * 100.0,
+            p.flagged,
+            opt(p.cost_per_1000, 3)
+        );
+    }
+    if let Some(r) = &c.recommended {
+        let _ = writeln!(
+            out,
+            "\n**Recommended** (cheapest within {} κ of the best, deciding as many items): {} with quorum {} — κ {}, USD {} per 1,000 verdicts.",
+            c.within,
+            r.judges.join(", "),
+            r.quorum,
+            opt(r.kappa, 3),
+            opt(r.cost_per_1000, 3)
+        );
+    }
+}
+
+fn probes(out: &mut String, c: &Calibration) {
+    for (name, p) in &c.probes {
+        let _ = writeln!(out, "\n## Probe: {name}\n\n{}\n", p.about);
+        if !p.rates.is_empty() {
+            out.push_str("| rater | compared | moved | rate [95% CI] |\n|---|---|---|---|\n");
+            for (rater, r) in &p.rates {
+                let _ =
+                    writeln!(out, "| {rater} | {} | {} | {} |", r.compared, r.moved, est(&r.rate));
+            }
+        }
+        if !p.flagged.is_empty() {
+            let _ = writeln!(out, "\n**Flagged:** {}", p.flagged.join(", "));
+        }
+        for (view, per) in &p.views {
+            let cells: Vec<String> = per
+                .iter()
+                .map(|(r, b)| {
+                    format!("{r} κ {} / accuracy {}", opt(b.kappa, 3), opt(b.accuracy, 3))
+                })
+                .collect();
+            let _ = writeln!(out, "\n{view} view: {}", cells.join("; "));
+        }
+        if !p.rewards.is_empty() {
+            let values: Vec<f64> = p.rewards.values().flatten().copied().collect();
+            let mean =
+                (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
+            let _ = writeln!(
+                out,
+                "\nPanel reward: mean {} over {} tasks",
+                opt(mean, 3),
+                p.rewards.len()
+            );
+            for (task, r) in &p.rewards {
+                let _ = writeln!(out, "- {task}: {}", opt(*r, 4));
+            }
+        }
+        for note in &p.notes {
+            let _ = writeln!(out, "\n_{note}_");
+        }
+        for m in p.items.iter().take(30) {
+            let v = |x: Option<crate::verdict::Verdict>| x.map(|v| v.as_str()).unwrap_or("—");
+            let _ = writeln!(
+                out,
+                "- {} {} {} {}: {} → {}",
+                m.judge,
+                m.task,
+                m.output,
+                m.rubric,
+                v(m.before),
+                v(m.after)
+            );
+        }
+        if p.items.len() > 30 {
+            let _ = writeln!(out, "- … {} more in calibration.json", p.items.len() - 30);
+        }
+    }
+}
+
+fn disagreements(out: &mut String, c: &Calibration) {
+    let _ = writeln!(out, "\n## Disagreements with gold ({})\n", c.disagreements.len());
+    for o in &c.disagreements {
+        let _ = writeln!(
+            out,
+            "### {} · {} · {} (weight {}, {})\n\ngold: **{}** — {}\n\npanel: {}\n",
+            o.task,
+            o.output,
+            o.rubric,
+            o.weight,
+            o.category,
+            o.gold.as_str(),
+            o.reason,
+            o.panel.map(|v| v.as_str()).unwrap_or("no verdict")
+        );
+        for (judge, vote) in &o.votes {
+            let note = o.notes.get(judge).map(String::as_str).unwrap_or("");
+            let _ = writeln!(
+                out,
+                "- {judge}: {} — {note}",
+                vote.map(|v| v.as_str()).unwrap_or("abstained")
+            );
+        }
+        out.push('\n');
+    }
+}

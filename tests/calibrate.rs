@@ -1,0 +1,311 @@
+//! `redjury calibrate` on the bundled calibration set, with mock judges
+//! whose errors are planted: one perfect, one that passes 20% of the
+//! penalty items it should fail, one that obeys text in the document, one
+//! that fails whatever rubric comes last in the list. The calibration must
+//! recover each planted accuracy, flag the injection-follower and the
+//! order-sensitive judge, and rank the perfect judge's panel first.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use common::e2e::*;
+use common::mock::*;
+use redjury::calibrate::doctored;
+use redjury::pipeline::{JudgeMode, OutputSource, Scorer};
+use redjury::prompt::Templates;
+use redjury::verdict::Verdict;
+use serde_json::Value;
+
+/// What a document in a prompt is.
+#[derive(Clone, Debug)]
+enum Doc {
+    /// A labelled output (task, output name).
+    Output(String, String),
+    /// The null-output probe's document.
+    Null,
+    /// The injection probe's copy of a labelled output.
+    Injected(String, String),
+}
+
+/// A stable hash, the same in the mock and in the test's arithmetic.
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+fn flipped(task: &str, output: &str, rubric: &str) -> bool {
+    fnv(&format!("{task}/{output}/{rubric}")).is_multiple_of(5)
+}
+
+struct World {
+    /// user-message prefix → document.
+    prefixes: Vec<(String, Doc)>,
+    /// task → output → rubric → gold verdict.
+    gold: BTreeMap<String, BTreeMap<String, BTreeMap<String, Verdict>>>,
+    /// task → rubric → weight.
+    weights: BTreeMap<String, BTreeMap<String, i32>>,
+    /// task → judge rubric ids in task order.
+    order: BTreeMap<String, Vec<String>>,
+}
+
+async fn world() -> World {
+    let tasks: Vec<Arc<redjury::Task>> =
+        redjury::load_tasks(&root().join("rubrics")).unwrap().into_iter().map(Arc::new).collect();
+    let set = redjury::calibrate::gold::load(
+        &root().join("gold"),
+        &[root().join("scenarios/outputs")],
+        &tasks,
+    )
+    .unwrap();
+    let mut gold = BTreeMap::new();
+    let mut work = Vec::new();
+    for o in &set.outputs {
+        let labels: BTreeMap<String, Verdict> =
+            o.labels.iter().map(|(k, (v, _))| (k.clone(), *v)).collect();
+        gold.entry(o.task.name.clone())
+            .or_insert_with(BTreeMap::new)
+            .insert(o.output.clone(), labels);
+        let bytes = std::fs::read(&o.path).unwrap();
+        work.push((
+            o.task.clone(),
+            bytes.clone(),
+            Doc::Output(o.task.name.clone(), o.output.clone()),
+        ));
+        let injected = doctored::injected(&bytes, &o.task.author).unwrap();
+        work.push((o.task.clone(), injected, Doc::Injected(o.task.name.clone(), o.output.clone())));
+    }
+    for t in &tasks {
+        if let Some(input) = &t.input {
+            let null = doctored::null_output(&std::fs::read(input).unwrap(), &t.author).unwrap();
+            work.push((t.clone(), null, Doc::Null));
+        }
+    }
+    let cache = Arc::new(
+        redjury::cache::Cache::open(&temp_dir("calibrate-world").join("c.sqlite")).unwrap(),
+    );
+    let mut prefixes = Vec::new();
+    for templates in [Templates::builtin(), Templates::reference()] {
+        let scorer =
+            Scorer::with_judges(vec![], 1, templates, cache.clone(), JudgeMode::DryRun).unwrap();
+        let items: Vec<_> = work
+            .iter()
+            .enumerate()
+            .map(|(i, (t, b, _))| (t.clone(), OutputSource::Bytes(b.clone()), i.to_string()))
+            .collect();
+        for p in scorer.prepare_all(items).await {
+            let i: usize = p.row.trial.parse().unwrap();
+            assert!(p.row.gate.passed, "{:?}: {}", work[i].2, p.row.gate.reason);
+            // Tasks made only of checks have no prompt.
+            let Some(prompt) = p.prompt else { continue };
+            prefixes.push((prompt.user_prefix.clone(), work[i].2.clone()));
+        }
+    }
+    let weights = tasks
+        .iter()
+        .map(|t| (t.name.clone(), t.rubrics.iter().map(|r| (r.id.clone(), r.weight)).collect()))
+        .collect();
+    let order = tasks
+        .iter()
+        .map(|t| (t.name.clone(), t.llm_rubrics().map(|r| r.id.clone()).collect()))
+        .collect();
+    World { prefixes, gold, weights, order }
+}
+
+/// A judge whose errors follow `profile`.
+fn planted(world: Arc<World>, profile: &'static str) -> Handler {
+    Arc::new(move |req: &Recorded, _| {
+        let v = req.json();
+        let user = v["messages"][1]["content"].as_str().unwrap_or("");
+        let doc = world
+            .prefixes
+            .iter()
+            .find(|(p, _)| user.starts_with(p.as_str()))
+            .map(|(_, d)| d.clone());
+        let ids = req.rubric_ids();
+        let answer = |id: &str| -> Verdict {
+            let expected = match &doc {
+                Some(Doc::Output(t, o)) | Some(Doc::Injected(t, o)) => {
+                    world.gold[t][o].get(id).copied().unwrap_or(Verdict::Fail)
+                }
+                _ => Verdict::Fail,
+            };
+            match (&doc, profile) {
+                (Some(Doc::Output(t, o) | Doc::Injected(t, o)), "flipper") => {
+                    let penalty = world.weights[t][id] < 0;
+                    if penalty && expected == Verdict::Fail && flipped(t, o, id) {
+                        return Verdict::Pass;
+                    }
+                    expected
+                }
+                (Some(Doc::Injected(..)), "follower") => Verdict::Pass,
+                (_, "order") if ids.last().map(String::as_str) == Some(id) => Verdict::Fail,
+                _ => expected,
+            }
+        };
+        let text =
+            verdicts_json(&ids, &|id| if answer(id) == Verdict::Pass { "PASS" } else { "FAIL" });
+        ok(success_body("openai", &text))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
+    let world = Arc::new(world().await);
+    // Panel order puts the perfect judge last: ranking must find it.
+    let profiles = ["follower", "flipper", "order", "perfect"];
+    let mut servers = Vec::new();
+    for p in profiles {
+        servers.push(MockServer::start(planted(world.clone(), p)).await);
+    }
+    let dir = temp_dir("calibrate");
+    let judges: String = profiles
+        .iter()
+        .zip(&servers)
+        .map(|(name, s)| {
+            format!(
+                "[[judge]]\nname = \"{name}\"\nprovider = \"openai\"\nmodel = \"m-{name}\"\nbase_url = \"{}/v1\"\napi_key_env = \"\"\nrpm = 60000\ntpm = 100000000\nmax_concurrency = 16\ntimeout_secs = 10\nmax_attempts = 2\n\n",
+                s.url()
+            )
+        })
+        .collect();
+    let panel = dir.join("panel.toml");
+    std::fs::write(&panel, format!("[vote]\nquorum = 2\n\n{judges}")).unwrap();
+    let out = dir.join("cal");
+    let a: Vec<String> = [
+        "calibrate",
+        "--tasks",
+        "rubrics",
+        "--gold",
+        "gold",
+        "--outputs",
+        "scenarios/outputs",
+        "--panel",
+        &panel.display().to_string(),
+        "--cache",
+        &dir.join("c.sqlite").display().to_string(),
+        "--out",
+        &out.display().to_string(),
+        "--probe",
+        "order",
+        "--probe",
+        "injection",
+        "--probe",
+        "null",
+        "--probe",
+        "gold",
+        "--probe",
+        "repeat=2",
+        "--probe",
+        "view",
+        "--resamples",
+        "500",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (code, stdout, stderr) = redjury(a.clone(), false).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("recommended panel: perfect"), "{stdout}");
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("calibration.json")).unwrap())
+            .unwrap();
+
+    // Planted accuracies, worked out from the gold table and the rules.
+    let (mut items, mut flipper_wrong, mut order_wrong) = (0usize, 0usize, 0usize);
+    for (task, outputs) in &world.gold {
+        for (output, labels) in outputs {
+            for (rubric, gold) in labels {
+                if !world.order[task].contains(rubric) {
+                    continue; // a deterministic check
+                }
+                items += 1;
+                let penalty = world.weights[task][rubric] < 0;
+                flipper_wrong +=
+                    usize::from(penalty && *gold == Verdict::Fail && flipped(task, output, rubric));
+                let last = world.order[task].last() == Some(rubric);
+                order_wrong += usize::from(last && *gold == Verdict::Pass);
+            }
+        }
+    }
+    assert_eq!(c["items"], items);
+    assert!(flipper_wrong > 0 && order_wrong > 0, "the planted errors occur in this set");
+    for (judge, wrong) in
+        [("perfect", 0), ("follower", 0), ("flipper", flipper_wrong), ("order", order_wrong)]
+    {
+        let acc = &c["judges"][judge]["accuracy"];
+        let planted = 1.0 - wrong as f64 / items as f64;
+        let value = acc["value"].as_f64().unwrap();
+        assert!((value - planted).abs() < 1e-12, "{judge}: {value} vs planted {planted}");
+        let ci = acc["ci95"].as_array().expect("a CI over tasks");
+        let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+        assert!(lo <= planted && planted <= hi, "{judge}: planted {planted} outside [{lo}, {hi}]");
+    }
+    assert_eq!(c["judges"]["perfect"]["kappa"]["value"], 1.0);
+    // The probes find the planted biases, and only them.
+    let flagged = |probe: &str| -> Vec<String> {
+        serde_json::from_value(c["probes"][probe]["flagged"].clone()).unwrap()
+    };
+    assert_eq!(flagged("injection"), ["follower"]);
+    assert_eq!(flagged("order"), ["order"]);
+    assert!(flagged("null").is_empty() && flagged("repeat=2").is_empty(), "{}", c["probes"]);
+    assert_eq!(c["probes"]["null"]["rates"]["perfect"]["moved"], 0, "no PASS on an unedited input");
+    let gold_rewards = c["probes"]["gold"]["rewards"].as_object().unwrap();
+    assert_eq!(gold_rewards.len(), 11);
+    assert!(c["probes"]["view"]["views"]["reference"]["perfect"]["kappa"].as_f64() == Some(1.0));
+    // The perfect judge's panel ranks first; the follower's, with the same κ
+    // on the set, comes after it because a probe flagged it.
+    assert_eq!(c["panels"][0]["judges"], serde_json::json!(["perfect"]));
+    assert_eq!(c["recommended"]["judges"], serde_json::json!(["perfect"]));
+    let disagreements = c["disagreements"].as_array().unwrap();
+    assert!(disagreements.iter().all(|d| d["reason"].as_str().is_some_and(|r| !r.is_empty())));
+    let md = std::fs::read_to_string(out.join("calibration.md")).unwrap();
+    assert!(
+        md.contains("Cohen's κ")
+            && md.contains("## Probe: injection")
+            && md.contains("**Flagged:** follower")
+    );
+
+    // A second run is free: every call comes from the cache.
+    let calls: usize = servers.iter().map(|s| s.requests().len()).sum();
+    let (code, _, stderr) = redjury(a, false).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(servers.iter().map(|s| s.requests().len()).sum::<usize>(), calls);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_calibration_set_is_validated_whole() {
+    let dir = temp_dir("calibrate-bad");
+    let verdicts = dir.join("verdicts");
+    std::fs::create_dir_all(&verdicts).unwrap();
+    std::fs::write(
+        verdicts.join("a.json"),
+        r#"{"task_id": "redline-s1-t1-g01a", "outputs": {"gold": {"r01": {"verdict": "MAYBE"}, "zz": {"verdict": "PASS"}}, "nowhere": {}}}"#,
+    )
+    .unwrap();
+    std::fs::write(verdicts.join("b.json"), r#"{"task_id": "no-such-task", "outputs": {}}"#)
+        .unwrap();
+    let tasks: Vec<Arc<redjury::Task>> =
+        redjury::load_tasks(&root().join("rubrics")).unwrap().into_iter().map(Arc::new).collect();
+    let outputs: Vec<PathBuf> =
+        vec![root().join("gold").join("redlines").parent().unwrap().to_path_buf()];
+    std::fs::create_dir_all(dir.join("redlines")).unwrap();
+    std::fs::copy(
+        root().join("gold/redlines/redline-s1-t1-g01a.docx"),
+        dir.join("redlines/redline-s1-t1-g01a.docx"),
+    )
+    .unwrap();
+    let e = redjury::calibrate::gold::load(&dir, &outputs, &tasks).unwrap_err().to_string();
+    for says in [
+        "a.json: output \"gold\": rubric r01: verdict must be \"PASS\" or \"FAIL\", got \"MAYBE\"",
+        "a.json: output \"gold\": rubric \"zz\" is not in task redline-s1-t1-g01a",
+        "a.json: output \"nowhere\": no file at",
+        "b.json: task_id \"no-such-task\" is not a task under --tasks",
+    ] {
+        assert!(e.contains(says), "{e}\nshould say: {says}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
