@@ -268,6 +268,22 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
             && md.contains("**Flagged:** follower")
     );
 
+    // A run's report shows its panel's calibration.
+    let run = dir.join("run");
+    let (code, _, stderr) =
+        redjury(score_args("gold/redlines", &panel, &run, &dir.join("c.sqlite")), false).await;
+    assert_eq!(code, 0, "{stderr}");
+    let (code, text, stderr) = redjury(
+        args(&["report", &run.display().to_string(), "--calibration", &out.display().to_string()]),
+        false,
+    )
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        text.contains("## Panel calibration") && text.contains("| perfect | 315 | 1.000"),
+        "{text}"
+    );
+
     // A second run is free: every call comes from the cache.
     let calls: usize = servers.iter().map(|s| s.requests().len()).sum();
     let (code, _, stderr) = redjury(a, false).await;
