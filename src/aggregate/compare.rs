@@ -30,6 +30,9 @@ pub struct Comparison {
     pub b: Figures,
     /// Paired percentile bootstrap 95% CI of turn_weighted(A) − turn_weighted(B).
     pub delta_ci95: Option<[f64; 2]>,
+    /// Paired 95% CIs of every breakdown's A − B.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta_breakdowns: Option<super::breakdowns::BreakdownCis>,
     /// Every shared row.
     pub rows: Vec<PairedRow>,
 }
@@ -72,6 +75,7 @@ pub fn compare(a_rows: &[TaskResult], b_rows: &[TaskResult], boot: Bootstrap) ->
         a: figures(&shared_a),
         b: figures(&shared_b),
         delta_ci95: paired_bootstrap_ci(&shared_a, &shared_b, boot),
+        delta_breakdowns: super::breakdowns::paired_delta_cis(&shared_a, &shared_b, boot),
         rows,
     }
 }

@@ -20,6 +20,7 @@
 //! failure from one (it counts as 0).
 
 pub mod agreement;
+pub mod breakdowns;
 pub mod calibration;
 pub mod compare;
 pub(crate) mod python;

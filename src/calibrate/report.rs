@@ -97,6 +97,21 @@ pub fn for_run(c: &Calibration, run: &crate::report::Summary) -> String {
     out
 }
 
+/// The agreement table as the HTML report takes it.
+pub fn trust(c: &Calibration) -> Vec<crate::report::html::Trust> {
+    let one = |name: &str, f: &RaterFigures| {
+        let pick = |e: &Option<Estimate>| e.map(|e| (e.value, e.ci95));
+        crate::report::html::Trust {
+            rater: name.to_string(),
+            items: f.items,
+            figures: [pick(&f.accuracy), pick(&f.kappa), pick(&f.macro_f1)],
+        }
+    };
+    let mut out: Vec<_> = c.judges.iter().map(|(n, f)| one(n, f)).collect();
+    out.push(one(&format!("panel (quorum {})", c.quorum), &c.panel));
+    out
+}
+
 /// The whole report.
 pub fn markdown(c: &Calibration) -> String {
     let mut out = format!(

@@ -75,6 +75,12 @@ pub enum Command {
         /// A `redjury calibrate` folder: show how far this run's judges and panel agree with gold.
         #[arg(long)]
         calibration: Option<PathBuf>,
+        /// Write one self-contained HTML report (default: report.html in the run folder).
+        #[arg(long, num_args = 0..=1, default_missing_value = "")]
+        html: Option<PathBuf>,
+        /// Compressed views embedded in the HTML, at most (MiB); the rows that matter most first.
+        #[arg(long, default_value_t = 64, requires = "html")]
+        html_views_mb: usize,
     },
     /// Measure each judge and the panel against gold labels (accuracy, κ, macro-F1 with CIs), choose a panel, probe biases.
     Calibrate {
@@ -316,29 +322,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })?;
             Ok(finish(&report, common.quiet))
         }
-        Command::Report { run, compare, seed, resamples, calibration } => {
-            let (rows, summary) = redjury::report::load_run(&run)?;
-            let mut text = redjury::report::markdown::summary(&summary);
-            if let Some(other) = compare {
-                let (other_rows, _) = redjury::report::load_run(&other)?;
-                let boot = Bootstrap {
-                    seed: seed.unwrap_or(0),
-                    resamples: resamples.unwrap_or(5000) as usize,
-                };
-                text.push('\n');
-                text.push_str(&redjury::report::markdown::comparison(
-                    &redjury::aggregate::compare::compare(&rows, &other_rows, boot),
-                ));
-            }
-            text.push_str(&redjury::report::markdown::agreement(
-                &redjury::aggregate::agreement::agreement(&rows),
-            ));
-            if let Some(dir) = calibration {
-                let c = redjury::calibrate::report::load(&dir).map_err(anyhow::Error::msg)?;
-                text.push_str(&redjury::calibrate::report::for_run(&c, &summary));
-            }
-            let _ = std::io::stdout().lock().write_all(text.as_bytes());
-            Ok(ExitCode::SUCCESS)
+        Command::Report { run, compare, seed, resamples, calibration, html, html_views_mb } => {
+            report(
+                &run,
+                compare.as_deref(),
+                seed,
+                resamples,
+                calibration.as_deref(),
+                html,
+                html_views_mb,
+            )
         }
         Command::Serve(args) => serve(args),
         Command::Calibrate {
@@ -463,6 +456,66 @@ fn setup(a: &RunArgs, tasks: Option<&Path>) -> anyhow::Result<Setup> {
         },
         settings,
     })
+}
+
+fn report(
+    run: &Path,
+    compare: Option<&Path>,
+    seed: Option<u64>,
+    resamples: Option<u64>,
+    calibration: Option<&Path>,
+    html: Option<PathBuf>,
+    html_views_mb: usize,
+) -> anyhow::Result<ExitCode> {
+    let (rows, summary) = redjury::report::load_run(run)?;
+    let boot = Bootstrap { seed: seed.unwrap_or(0), resamples: resamples.unwrap_or(5000) as usize };
+    let comparison = match compare {
+        Some(other) => {
+            let (other_rows, _) = redjury::report::load_run(other)?;
+            Some(redjury::aggregate::compare::compare(&rows, &other_rows, boot))
+        }
+        None => None,
+    };
+    let agreement = redjury::aggregate::agreement::agreement(&rows);
+    let calibration = match calibration {
+        Some(dir) => Some(redjury::calibrate::report::load(dir).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let mut text = redjury::report::markdown::summary(&summary);
+    if let Some(c) = &comparison {
+        text.push('\n');
+        text.push_str(&redjury::report::markdown::comparison(c));
+    }
+    text.push_str(&redjury::report::markdown::agreement(&agreement));
+    if let Some(c) = &calibration {
+        text.push_str(&redjury::calibrate::report::for_run(c, &summary));
+    }
+    let Some(html) = html else {
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        return Ok(ExitCode::SUCCESS);
+    };
+    let file = if html.as_os_str().is_empty() { run.join("report.html") } else { html };
+    let trust = calibration.as_ref().map(redjury::calibrate::report::trust);
+    let views_dir = run.join("views");
+    let page = redjury::report::html::Page {
+        dir: run,
+        summary: &summary,
+        rows: &rows,
+        agreement: &agreement,
+        trust: trust.as_deref(),
+        against: comparison
+            .as_ref()
+            .zip(compare)
+            .map(|(c, dir)| redjury::report::html::Against { dir, comparison: c }),
+        views: redjury::report::html::Views {
+            dir: views_dir.is_dir().then_some(views_dir.as_path()),
+            budget: html_views_mb.saturating_mul(1 << 20),
+        },
+    };
+    std::fs::write(&file, redjury::report::html::render(&page))
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    println!("report in {}", file.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn batches(

@@ -12,13 +12,23 @@ fn fmt(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into())
 }
 
-fn table(out: &mut String, title: &str, key: &str, m: &BTreeMap<String, f64>) {
+fn table(
+    out: &mut String,
+    title: &str,
+    key: &str,
+    m: &BTreeMap<String, f64>,
+    cis: Option<&BTreeMap<String, [f64; 2]>>,
+) {
     if m.is_empty() {
         return;
     }
-    let _ = write!(out, "\n### {title}\n\n| {key} | reward |\n|---|---|\n");
+    let _ = write!(out, "\n### {title}\n\n| {key} | reward | 95% CI (groups) |\n|---|---|---|\n");
     for (k, v) in m {
-        let _ = writeln!(out, "| {k} | {v:.4} |");
+        let ci = cis
+            .and_then(|c| c.get(k))
+            .map(|[a, b]| format!("[{a:.4}, {b:.4}]"))
+            .unwrap_or_else(|| "—".into());
+        let _ = writeln!(out, "| {k} | {v:.4} | {ci} |");
     }
 }
 
@@ -113,15 +123,20 @@ fn figures(out: &mut String, s: &Summary) {
             fmt(s.best_at_k.turn_weighted)
         );
     }
-    table(out, "By turn (mean over input groups)", "turn", &s.figures.by_turn);
-    table(out, "By side (turn-weighted)", "side", &s.figures.by_side);
-    table(out, "By scenario (turn-weighted)", "scenario", &s.figures.by_scenario);
-    table(out, "By (scenario, turn) cell", "cell", &s.figures.by_scenario_turn);
+    let cis = s.ci95_breakdowns.as_ref();
+    let f = &s.figures;
+    table(out, "By turn (mean over input groups)", "turn", &f.by_turn, cis.map(|c| &c.by_turn));
+    table(out, "By side (turn-weighted)", "side", &f.by_side, cis.map(|c| &c.by_side));
+    let scenario = cis.map(|c| &c.by_scenario);
+    table(out, "By scenario (turn-weighted)", "scenario", &f.by_scenario, scenario);
+    let cells = cis.map(|c| &c.by_scenario_turn);
+    table(out, "By (scenario, turn) cell", "cell", &f.by_scenario_turn, cells);
     table(
         out,
         "By category (pooled; penalties correct when not triggered)",
         "category",
-        &s.figures.by_category,
+        &f.by_category,
+        cis.map(|c| &c.by_category),
     );
 }
 

@@ -6,6 +6,7 @@
 //! `views/` — and writing each atomically (a temporary file renamed into
 //! place). Must never write a reward for a row that has none.
 
+pub mod html;
 pub mod markdown;
 mod summary;
 

@@ -270,6 +270,9 @@ pub struct Summary {
     /// redjury's 95% CI over input groups (settings in `bootstrap`).
     #[serde(default)]
     pub ci95_groups: Option<[f64; 2]>,
+    /// Every breakdown's 95% interval (input groups resampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95_breakdowns: Option<aggregate::breakdowns::BreakdownCis>,
     /// The group bootstrap's settings.
     pub bootstrap: Option<Bootstrap>,
     /// Figures over each task's best trial.
@@ -329,6 +332,7 @@ impl Summary {
             }),
             ci95_reference: Some(reference),
             ci95_groups: aggregate::bootstrap_ci(rows, boot),
+            ci95_breakdowns: aggregate::breakdowns::breakdown_cis(rows, boot),
             bootstrap: Some(boot),
             best_at_k: BestAtK {
                 k: trials.values().copied().max().unwrap_or(0),

@@ -1,0 +1,269 @@
+//! The HTML report: one self-contained file whose figures are the
+//! summary's, with every task in it, nothing fetched from anywhere, views
+//! escaped against hostile documents — and, in a real headless Chromium,
+//! rendering without script errors, filtering, opening a task, and making
+//! a screenshot.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use base64::Engine;
+use common::e2e::*;
+use common::{Docx, del, ins, p};
+use serde_json::Value;
+
+/// A scored run over strong, weak and gate-failing outputs (trials), with
+/// views; and a second run judged by weaker stand-ins, to compare.
+async fn runs(tag: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let dir = temp_dir(tag);
+    let outs = dir.join("outs");
+    for kind in ["strong", "weak", "gate-fail"] {
+        for e in std::fs::read_dir(root().join("scenarios/outputs").join(kind)).unwrap().flatten() {
+            let task = e.path().file_stem().unwrap().to_string_lossy().to_string();
+            let to = outs.join(&task).join(kind).join("contract.docx");
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    for (out, kind) in [(&a, "strong"), (&b, "weak")] {
+        let judges = Judges::start(kind).await;
+        let panel = judges.panel(&dir, &format!("gemini-{kind}"));
+        let args = score_args(
+            &outs.display().to_string(),
+            &panel,
+            out,
+            &dir.join(format!("{kind}.sqlite")),
+        );
+        let (code, o, e) = redjury(args, true).await;
+        assert!(code == 0 || code == 3, "{o}{e}");
+    }
+    (dir, a, b)
+}
+
+fn unpack(b64: &str) -> String {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64.trim()).unwrap();
+    let mut out = String::new();
+    flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The text of `<script ... id="ID">…</script>`.
+fn script(html: &str, id: &str) -> String {
+    let start = html.find(&format!("id=\"{id}\">")).unwrap() + id.len() + 6;
+    html[start..start + html[start..].find("</script>").unwrap()].to_string()
+}
+
+/// Every `data-ATTR="KEY">VALUE<` in the page.
+fn marked(html: &str, attr: &str) -> Vec<(String, String)> {
+    let needle = format!("{attr}=\"");
+    html.match_indices(&needle)
+        .map(|(i, _)| {
+            let rest = &html[i + needle.len()..];
+            let key = &rest[..rest.find('"').unwrap()];
+            let after = &rest[rest.find('>').unwrap() + 1..];
+            (key.to_string(), after[..after.find('<').unwrap()].to_string())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_holds_every_task_and_the_summarys_figures_and_fetches_nothing() {
+    let (dir, a, b) = runs("html-structure").await;
+    let file = dir.join("report.html");
+    let (code, out, err) = redjury(
+        args(&[
+            "report",
+            &a.display().to_string(),
+            "--compare",
+            &b.display().to_string(),
+            "--html",
+            &file.display().to_string(),
+        ]),
+        false,
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    let html = std::fs::read_to_string(&file).unwrap();
+    assert!(!html.contains("://"), "no URL of any kind in a self-contained report");
+    for tag in ["<link", "<img", "<iframe", "@import", "src="] {
+        assert!(!html.contains(tag), "nothing loaded: found {tag}");
+    }
+    // Every row is in the embedded data, once.
+    let rows: Vec<Value> = serde_json::from_str(&unpack(&script(&html, "rows-data"))).unwrap();
+    let expected = results(&a);
+    assert_eq!(rows.len(), expected.len());
+    for r in &expected {
+        let found =
+            rows.iter().filter(|x| x["task"] == r["task"] && x["trial"] == r["trial"]).count();
+        assert_eq!(found, 1, "{} {}", r["task"], r["trial"]);
+    }
+    // Figures and counts are the summary's.
+    let s = summary(&a);
+    for (key, value) in marked(&html, "data-figure") {
+        let want = match key.as_str() {
+            "fleiss_kappa" | "delta_turn_weighted" => continue,
+            k => s[k].as_f64().map(|v| format!("{v:.4}")).unwrap_or("—".into()),
+        };
+        assert_eq!(value, want, "{key}");
+    }
+    for (key, value) in marked(&html, "data-count") {
+        assert_eq!(value, s["counts"][&key].to_string(), "{key}");
+    }
+    for key in ["by_turn", "by_side", "by_scenario", "by_scenario_turn", "by_category"] {
+        let table = &html[html.find(&format!("data-breakdown=\"{key}\"")).unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        let values: Vec<f64> =
+            marked(table, "data-value").iter().map(|(v, _)| v.parse().unwrap()).collect();
+        let want: Vec<f64> =
+            s[key].as_object().unwrap().values().map(|v| v.as_f64().unwrap()).collect();
+        assert_eq!(values, want, "{key}");
+    }
+    // Views are embedded for the rows that have one.
+    let views: serde_json::Map<String, Value> =
+        serde_json::from_str(&script(&html, "views-data")).unwrap();
+    let view_files = std::fs::read_dir(a.join("views")).unwrap().count();
+    assert_eq!(views.len(), view_files);
+    let one = unpack(views.values().next().unwrap().as_str().unwrap());
+    assert!(one.starts_with("<div class=\"doc\">") && one.contains("class=\"pid\""));
+    assert!(html.contains("id=\"compare\"") && html.contains("Largest movers"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Tags the view may produce, and nothing else.
+const VIEW_TAGS: [&str; 17] = [
+    "div", "span", "ins", "del", "sup", "a", "aside", "table", "tr", "th", "td", "h2", "h3", "p",
+    "b", "/", "!",
+];
+
+fn assert_only_view_markup(html: &str) {
+    for (i, _) in html.match_indices('<') {
+        let rest = &html[i + 1..];
+        let name: String =
+            rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '/').collect();
+        let bare = name.trim_start_matches('/');
+        assert!(
+            VIEW_TAGS.contains(&bare) || (name.starts_with('/') && VIEW_TAGS.contains(&bare)),
+            "unexpected tag <{name}… in {}",
+            &html[i..(i + 80).min(html.len())]
+        );
+        let tag = &rest[..rest.find('>').unwrap_or(rest.len())];
+        for bad in [" on", "javascript:", "style=", "src="] {
+            assert!(!tag.to_ascii_lowercase().contains(bad), "attribute {bad} in <{tag}>");
+        }
+        if let Some(h) = tag.find("href=\"") {
+            assert!(tag[h + 6..].starts_with("#c-"), "a link out of the page: {tag}");
+        }
+    }
+}
+
+#[test]
+fn the_view_escapes_hostile_documents() {
+    let hostile = [
+        "<script>alert(1)</script>",
+        "\"><img src=x onerror=alert(1)>",
+        "++forged++{@Vendor Counsel}",
+        "</div></aside><a href=\"https://evil.example\">x</a>",
+        "{cmt-1\"><script>}",
+        "javascript:alert(1)",
+    ];
+    let xml = |s: &str| {
+        s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    };
+    for text in hostile {
+        let t = xml(text);
+        let body = format!(
+            "{}{}{}",
+            p(&t),
+            p(&format!("{}{}", ins(1, &xml("<b>Eve</b>\""), &t), del(2, &xml("A&B"), &t))),
+            p("plain")
+        );
+        let doc = Docx::body(&body).load();
+        let view = redjury::view::annotated::render(&doc, text);
+        let html = redjury::report::html::view::to_html(&view);
+        assert_only_view_markup(&html);
+        assert!(!html.contains("<script") && !html.contains("<img"), "{html}");
+        assert!(html.contains("&lt;") || !text.contains('<'), "{html}");
+    }
+}
+
+/// Chromium, when this machine has it; CI (REDJURY_REQUIRE_BROWSER=1)
+/// must.
+fn chromium(test: &str) -> Option<PathBuf> {
+    let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
+        let out = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output().ok()?;
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (!path.is_empty()).then(|| PathBuf::from(path))
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("REDJURY_REQUIRE_BROWSER").is_none(),
+            "{test}: no Chromium on this machine (REDJURY_REQUIRE_BROWSER is set): `apt-get install chromium`, as .ci/run does"
+        );
+        eprintln!(
+            "SKIPPED {test}: no Chromium on this machine; `apt-get install chromium` (.ci/run installs it)"
+        );
+    }
+    found
+}
+
+fn headless(browser: &Path, extra: &[&str], url: &str) -> String {
+    let profile = std::env::temp_dir().join(format!("redjury-chromium-{}", std::process::id()));
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("run chromium");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_works_in_a_real_browser() {
+    let Some(browser) = chromium("the_report_works_in_a_real_browser") else { return };
+    let (dir, a, _) = runs("html-browser").await;
+    let file = dir.join("report.html");
+    let (code, out, err) = redjury(
+        args(&["report", &a.display().to_string(), "--html", &file.display().to_string()]),
+        false,
+    )
+    .await;
+    assert_eq!(code, 0, "{out}{err}");
+    let url = format!("file://{}", file.display());
+    let dom = tokio::task::spawn_blocking({
+        let (b, u) = (browser.clone(), format!("{url}#selftest"));
+        move || headless(&b, &["--dump-dom"], &u)
+    })
+    .await
+    .unwrap();
+    assert!(
+        dom.contains("data-selftest=\"pass\""),
+        "the page's self-test: {}",
+        &dom[..dom.len().min(600)]
+    );
+    assert!(!dom.contains("data-errors="), "script errors in the page");
+    assert!(dom.contains("data-rendered-ms="), "the table rendered");
+    let shot = dir.join("report.png");
+    let shot_arg = format!("--screenshot={}", shot.display());
+    tokio::task::spawn_blocking(move || {
+        headless(&browser, &[&shot_arg, "--window-size=1280,1800"], &url)
+    })
+    .await
+    .unwrap();
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "{} bytes", png.len());
+    if std::env::var_os("REDJURY_KEEP_REPORT").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
