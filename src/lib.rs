@@ -49,6 +49,7 @@ pub mod serve;
 pub mod task;
 pub mod verdict;
 pub mod view;
+pub mod xlsx;
 
 pub use judge::config::PanelConfig;
 pub use pipeline::{Dispatch, JudgeMode, OutputSource, Scorer, ScorerConfig, ScorerError};

@@ -12,6 +12,7 @@ const VOCABULARY: &[&str] = &["hash", "verdict"];
 /// The stages in data-flow order.
 const STAGES: &[&str] = &[
     "docx",
+    "xlsx",
     "view",
     "task",
     "check",

@@ -3,7 +3,7 @@
 
 use super::sections::Sections;
 use super::text::{normalise_ws, token_f1, tokens};
-use super::{Facts, Outcome, by, unknown_section, verdict};
+use super::{Facts, Outcome, by, verdict};
 use crate::docx::{Document, Inline, State};
 use crate::task::check_spec::PreparedCheck;
 
@@ -14,13 +14,27 @@ pub(super) fn text_equals(
     text: Option<&str>,
     min_f1: Option<f64>,
 ) -> Outcome {
-    if let Some(s) = section.filter(|s| !facts.sections.known(s)) {
-        return unknown_section(s);
-    }
+    let named = section;
+    let section = match facts.section(named) {
+        Ok(s) => s,
+        Err(outcome) => return outcome,
+    };
+    let section = section.as_deref();
     let ours = accepted(facts.doc, &facts.sections, section);
     let want = match (text, &check.gold) {
         (Some(t), _) => t.to_string(),
-        (None, Some(g)) => accepted(g, &Sections::of(g), section),
+        (None, Some(g)) => {
+            let gold = Sections::of(g);
+            // The gold's section of the same name (its label may differ).
+            let theirs = match named {
+                Some(n) => match gold.resolve(n) {
+                    Ok(l) => Some(l),
+                    Err(why) => return verdict(false, format!("the gold: {why}")),
+                },
+                None => None,
+            };
+            accepted(g, &gold, theirs.as_deref())
+        }
         (None, None) => String::new(),
     };
     let (a, b) = (normalise_ws(&ours), normalise_ws(&want));

@@ -3,15 +3,20 @@
 
 use super::revisions::bounds;
 use super::text::normalise_ws;
-use super::{Facts, Outcome, by, unknown_section, verdict};
-use crate::task::check_spec::CommentSpec;
+use super::{Facts, Outcome, by, verdict};
+use crate::docx::Comment;
+use crate::task::check_spec::{CommentSpec, PreparedCheck};
 
-pub(super) fn evaluate(facts: &Facts<'_>, spec: &CommentSpec) -> Outcome {
-    if let Some(s) = spec.section.as_deref().filter(|s| !facts.sections.known(s)) {
-        return unknown_section(s);
+pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentSpec) -> Outcome {
+    if spec.threaded() {
+        return threads(facts, check, spec);
     }
+    let section = match facts.section(spec.section.as_deref()) {
+        Ok(s) => s,
+        Err(outcome) => return outcome,
+    };
     let at = facts.sections.comment_paragraphs();
-    let in_section = |id: &str| match spec.section.as_deref() {
+    let in_section = |id: &str| match section.as_deref() {
         None => true,
         Some(s) => at.get(id).is_some_and(|&i| facts.sections.in_section(i, s)),
     };
@@ -59,4 +64,100 @@ fn describe(spec: &CommentSpec) -> String {
         what.push(if r { "resolved".into() } else { "unresolved".into() });
     }
     what.join(", ")
+}
+
+/// A thread: its first comment and every reply to it.
+struct Thread<'d> {
+    root: &'d Comment,
+    replies: Vec<&'d Comment>,
+}
+
+impl Thread<'_> {
+    /// What a regex names a thread by: its first comment's text and the
+    /// text it is anchored to.
+    fn text(&self) -> String {
+        format!("{} {}", self.root.text, self.root.anchor)
+    }
+}
+
+fn all_threads<'d>(facts: &Facts<'d>) -> Vec<Thread<'d>> {
+    let comments = &facts.doc.comments;
+    let root_of = |c: &Comment| {
+        let mut at = c;
+        // Replies may chain; the thread is the first comment's.
+        for _ in 0..comments.len() {
+            match at.parent.as_deref().and_then(|p| facts.doc.comment(p)) {
+                Some(parent) => at = parent,
+                None => break,
+            }
+        }
+        at.id.clone()
+    };
+    comments
+        .iter()
+        .filter(|c| c.parent.is_none())
+        .map(|root| Thread {
+            root,
+            replies: comments
+                .iter()
+                .filter(|c| c.parent.is_some() && root_of(c) == root.id)
+                .collect(),
+        })
+        .collect()
+}
+
+/// Thread mode: a reply by an author on every thread checked, and the
+/// threads marked done being exactly the ones named.
+fn threads(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentSpec) -> Outcome {
+    let all = all_threads(facts);
+    let chosen: Vec<&Thread<'_>> =
+        all.iter().filter(|t| check.regex.as_ref().is_none_or(|r| r.is_match(&t.text()))).collect();
+    let mut reason = Vec::new();
+    if let Some(author) = &spec.replied_by {
+        let missing: Vec<&&Thread<'_>> = chosen
+            .iter()
+            .filter(|t| !t.replies.iter().any(|r| by(Some(author), r.author.as_deref())))
+            .collect();
+        if let Some(first) = missing.first() {
+            return verdict(
+                false,
+                format!(
+                    "{} of {} threads have no reply by {author} (first: {})",
+                    missing.len(),
+                    chosen.len(),
+                    super::text::preview(&first.root.text)
+                ),
+            );
+        }
+        reason.push(format!("all {} threads have a reply by {author}", chosen.len()));
+    }
+    if let Some(patterns) = &spec.done_exactly {
+        let mut named = std::collections::BTreeSet::new();
+        for (pattern, re) in patterns.iter().zip(&check.regexes) {
+            let hits: Vec<&String> =
+                all.iter().filter(|t| re.is_match(&t.text())).map(|t| &t.root.id).collect();
+            if hits.len() != 1 {
+                return verdict(
+                    false,
+                    format!("{pattern:?} names {} threads, not one", hits.len()),
+                );
+            }
+            named.insert(hits[0].clone());
+        }
+        let done: std::collections::BTreeSet<String> =
+            all.iter().filter(|t| t.root.resolved).map(|t| t.root.id.clone()).collect();
+        if done != named {
+            let extra = done.difference(&named).count();
+            let open = named.difference(&done).count();
+            return verdict(
+                false,
+                format!(
+                    "{} threads are marked done: {extra} that should not be, {open} named ones still open",
+                    done.len()
+                ),
+            );
+        }
+        reason.push(format!("exactly the {} named threads are marked done", named.len()));
+    }
+    verdict(true, reason.join("; "))
 }

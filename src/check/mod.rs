@@ -14,12 +14,17 @@
 mod accepted;
 mod author;
 mod comment;
+mod fields;
 pub mod gate;
+mod numbering;
 mod pattern;
+mod provenance;
 mod revisions;
 mod scope;
 pub(crate) mod sections;
+mod table;
 pub(crate) mod text;
+mod xlsx_cells;
 
 use crate::docx::Document;
 use crate::task::check_spec::{CheckSpec, PreparedCheck};
@@ -28,7 +33,7 @@ use sections::Sections;
 
 /// The version of check evaluation. Bump it whenever a check can give
 /// another verdict or reason for the same inputs: it keys cached verdicts.
-pub const CHECK_VERSION: u32 = 2;
+pub const CHECK_VERSION: u32 = 3;
 
 /// A check's verdict and the one-line reason for it.
 pub type Outcome = (Verdict, String);
@@ -93,10 +98,31 @@ fn evaluate_one(check: &PreparedCheck, facts: &Facts<'_>) -> Outcome {
         CheckSpec::RevisionSetF1 { min_f1, author, .. } => {
             accepted::revision_set_f1(facts, check, *min_f1, author.as_deref())
         }
-        CheckSpec::Comment(spec) => comment::evaluate(facts, spec),
+        CheckSpec::Comment(spec) => comment::evaluate(facts, check, spec),
         CheckSpec::Contains(p) => pattern::evaluate(facts, check, p, Expect::Match),
         CheckSpec::NotContains(p) => pattern::evaluate(facts, check, p, Expect::NoMatch),
+        CheckSpec::Provenance { rsids, .. } => provenance::evaluate(facts, check, *rsids),
+        CheckSpec::Fields(spec) => fields::evaluate(facts, spec),
+        CheckSpec::Numbering { section, level } => {
+            numbering::evaluate(facts, section.as_deref(), *level)
+        }
+        CheckSpec::Table(spec) => table::evaluate(facts, check, spec),
+        CheckSpec::XlsxCells(_) => {
+            verdict(false, "this check reads a spreadsheet, and the output is a .docx".into())
+        }
     }
+}
+
+/// Runs a task's checks on a spreadsheet output: `xlsx_cells` reads it;
+/// every other check reads a .docx and fails with that reason.
+pub fn evaluate_workbook(checks: &[&PreparedCheck], book: &crate::xlsx::Workbook) -> Vec<Outcome> {
+    checks
+        .iter()
+        .map(|c| match &c.spec {
+            CheckSpec::XlsxCells(spec) => xlsx_cells::evaluate(book, spec),
+            _ => verdict(false, "this check reads a .docx, and the output is a spreadsheet".into()),
+        })
+        .collect()
 }
 
 /// What `contains` and `not_contains` want of their regex.
@@ -119,6 +145,18 @@ fn verdict(pass: bool, reason: String) -> Outcome {
 }
 
 /// The reason given when a check names a section the document lacks.
-fn unknown_section(s: &str) -> Outcome {
-    verdict(false, format!("section {s} is not in the document's numbering"))
+fn unknown_section(why: &str) -> Outcome {
+    verdict(false, why.to_string())
+}
+
+impl Facts<'_> {
+    /// The section a check names (a label, or a heading or title), as a
+    /// label; `Err` is the outcome to give when the output has no such
+    /// section.
+    fn section(&self, s: Option<&str>) -> Result<Option<String>, Outcome> {
+        match s {
+            None => Ok(None),
+            Some(s) => self.sections.resolve(s).map(Some).map_err(|why| unknown_section(&why)),
+        }
+    }
 }

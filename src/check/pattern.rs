@@ -3,9 +3,9 @@
 
 use super::sections::Sections;
 use super::text::{normalise_ws, preview};
-use super::{Expect, Facts, Outcome, by, unknown_section, verdict};
-use crate::docx::{Document, Inline};
-use crate::task::check_spec::{Pattern, PreparedCheck, Target};
+use super::{Expect, Facts, Outcome, by, verdict};
+use crate::docx::{Document, Inline, State, StoryKind, visit_paragraphs};
+use crate::task::check_spec::{Pattern, PreparedCheck, StoryName, Target};
 
 pub(super) fn evaluate(
     facts: &Facts<'_>,
@@ -13,14 +13,21 @@ pub(super) fn evaluate(
     p: &Pattern,
     expect: Expect,
 ) -> Outcome {
-    let section = p.section.as_deref();
-    if let Some(s) = section.filter(|s| !facts.sections.known(s)) {
-        return unknown_section(s);
-    }
-    let hay = match p.target {
-        Target::Accepted => facts.sections.accepted_text(section),
-        _ => changed_text(facts.doc, &facts.sections, p.target, section, p.author.as_deref()),
+    let section = match facts.section(p.section.as_deref()) {
+        Ok(s) => s,
+        Err(outcome) => return outcome,
     };
+    let section = section.as_deref();
+    let stories = stories(&p.stories);
+    let mut hay = String::new();
+    if stories.contains(&StoryName::Body) {
+        hay = match p.target {
+            Target::Accepted => facts.sections.accepted_text(section),
+            _ => changed_text(facts.doc, &facts.sections, p.target, section, p.author.as_deref()),
+        };
+    }
+    hay.push('\n');
+    hay.push_str(&other_stories(facts.doc, &stories, p.target, p.author.as_deref()));
     let hay = normalise_ws(&hay);
     let found = check.regex.as_ref().and_then(|r| r.find(&hay)).map(|m| m.as_str().to_string());
     let which = match p.target {
@@ -28,12 +35,87 @@ pub(super) fn evaluate(
         Target::Deleted => "deleted",
         Target::Accepted => "accepted",
     };
-    let place =
-        format!("{which} text{}", section.map(|s| format!(" of section {s}")).unwrap_or_default());
+    let where_ = if p.stories.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> =
+            p.stories.iter().map(|s| format!("{s:?}").to_lowercase()).collect();
+        format!(" in {}", names.join(", "))
+    };
+    let place = format!(
+        "{which} text{}{where_}",
+        section.map(|s| format!(" of section {s}")).unwrap_or_default()
+    );
     match found {
         Some(m) => verdict(expect == Expect::Match, format!("{place} contains {}", preview(&m))),
         None => verdict(expect == Expect::NoMatch, format!("{place} has no match for the pattern")),
     }
+}
+
+/// The stories asked for (the body by default; `all` is every one).
+fn stories(asked: &[StoryName]) -> Vec<StoryName> {
+    if asked.is_empty() {
+        return vec![StoryName::Body];
+    }
+    if asked.contains(&StoryName::All) {
+        return vec![
+            StoryName::Body,
+            StoryName::Headers,
+            StoryName::Footers,
+            StoryName::Footnotes,
+            StoryName::Endnotes,
+            StoryName::Comments,
+            StoryName::TextBoxes,
+        ];
+    }
+    asked.to_vec()
+}
+
+/// The text of the stories besides the body, a paragraph per line.
+fn other_stories(
+    doc: &Document,
+    stories: &[StoryName],
+    target: Target,
+    author: Option<&str>,
+) -> String {
+    let rev_author = |rev: usize| doc.revisions.get(rev).and_then(|r| r.author.as_deref());
+    let mut out = String::new();
+    for story in &doc.stories {
+        let name = match story.kind {
+            StoryKind::Header => StoryName::Headers,
+            StoryKind::Footer => StoryName::Footers,
+            StoryKind::Footnote => StoryName::Footnotes,
+            StoryKind::Endnote => StoryName::Endnotes,
+            StoryKind::TextBox => StoryName::TextBoxes,
+        };
+        if !stories.contains(&name) {
+            continue;
+        }
+        visit_paragraphs(&story.blocks, &mut |p| {
+            for inline in &p.inlines {
+                let Inline::Text(s) = inline else { continue };
+                let keep = match target {
+                    Target::Accepted => s.present(State::Accepted),
+                    Target::Inserted => {
+                        s.deleted.is_none() && s.inserted.is_some_and(|r| by(author, rev_author(r)))
+                    }
+                    Target::Deleted => s.deleted.is_some_and(|r| by(author, rev_author(r))),
+                };
+                if keep {
+                    out.push_str(&s.text);
+                    out.push(' ');
+                }
+            }
+            out.push('\n');
+        });
+    }
+    if stories.contains(&StoryName::Comments) && target == Target::Accepted {
+        for c in &doc.comments {
+            out.push_str(&c.text);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// Inserted or deleted text of the body, a paragraph per line.

@@ -5,14 +5,20 @@ use std::collections::HashSet;
 
 use super::sections::Sections;
 use super::text::{normalise_ws, preview};
-use super::{Facts, Outcome, by, unknown_section, verdict};
+use super::{Facts, Outcome, by, verdict};
 use crate::docx::{self, State};
 
 pub(super) fn evaluate(facts: &Facts<'_>, wanted: &[String], author: Option<&str>) -> Outcome {
     let author = author.unwrap_or(facts.task_author);
-    if let Some(s) = wanted.iter().find(|s| !facts.sections.known(s)) {
-        return unknown_section(s);
+    let mut labels = Vec::with_capacity(wanted.len());
+    for s in wanted {
+        match facts.section(Some(s)) {
+            Ok(Some(label)) => labels.push(label),
+            Ok(None) => {}
+            Err(outcome) => return outcome,
+        }
     }
+    let wanted = labels.as_slice();
     let places = places_of_changes(facts, author);
     let total = places.len();
     let outside: Vec<&Place> =

@@ -56,6 +56,75 @@ impl<'d> Sections<'d> {
         self.paragraphs.iter().any(|(_, a)| a.contains(&want))
     }
 
+    /// The section `s` names: a label ("9.2") as it is, or a heading or
+    /// title ("Limitation of Liability", "Schedule B – Fees") matched case-
+    /// and space-insensitively against the text of each labelled
+    /// paragraph (with or without its label). `Err` says why, naming the
+    /// candidates.
+    pub fn resolve(&self, s: &str) -> Result<String, String> {
+        if self.known(s) {
+            return Ok(normalise_section(s));
+        }
+        let label_like = !s.trim().contains(char::is_whitespace) && s.trim().chars().count() <= 12;
+        if label_like {
+            return Err(format!("section {s} is not in the document's numbering"));
+        }
+        let want = heading_key(s);
+        let mut found: Vec<(String, String)> = Vec::new();
+        let mut all: Vec<String> = Vec::new();
+        for (p, addresses) in &self.paragraphs {
+            let Some(label) =
+                p.label.rejected.as_ref().filter(|l| l.chars().any(char::is_alphanumeric))
+            else {
+                continue;
+            };
+            let text = crate::view::plain::paragraph_text(p, State::Rejected);
+            let title = heading_key(&text);
+            let with_label = heading_key(&format!("{label} {text}"));
+            // Headings (short titles) are the candidates worth naming.
+            if text.trim().chars().count() <= 60 {
+                all.push(format!("{label} {}", text.trim()));
+            }
+            if want == title || want == with_label {
+                let address = addresses.last().cloned().unwrap_or_else(|| normalise_section(label));
+                if !found.iter().any(|(a, _)| *a == address) {
+                    found.push((address, text.trim().to_string()));
+                }
+            }
+        }
+        match found.len() {
+            1 => Ok(found.swap_remove(0).0),
+            0 => {
+                let mut close: Vec<&String> = all
+                    .iter()
+                    .filter(|h| {
+                        let k = heading_key(h);
+                        want.split(' ').any(|w| w.len() > 3 && k.contains(w))
+                    })
+                    .take(5)
+                    .collect();
+                if close.is_empty() {
+                    close = all.iter().take(5).collect();
+                }
+                let close: Vec<String> =
+                    close.iter().map(|c| format!("{:?}", text_preview(c))).collect();
+                Err(format!(
+                    "no section is labelled or titled {s:?}; sections include {}",
+                    close.join(", ")
+                ))
+            }
+            _ => Err(format!(
+                "{s:?} names {} sections: {}; use the label",
+                found.len(),
+                found
+                    .iter()
+                    .map(|(a, t)| format!("{a} ({:?})", text_preview(t)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
     /// The paragraph index each revision is found in; row and cell
     /// revisions are placed at their row's first paragraph.
     pub fn revision_paragraphs(&self, doc: &Document) -> HashMap<usize, usize> {
@@ -131,6 +200,24 @@ impl<'d> Sections<'d> {
         }
         out.join("\n")
     }
+}
+
+/// A heading as compared: lower case, one space, one kind of dash, no
+/// trailing punctuation.
+fn heading_key(s: &str) -> String {
+    let unified: String =
+        s.chars().map(|c| if matches!(c, '–' | '—' | '‐' | '‑' | '−') { '-' } else { c }).collect();
+    unified
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_end_matches(['.', ':', ';', ','])
+        .to_lowercase()
+}
+
+fn text_preview(s: &str) -> String {
+    let t: String = s.trim().chars().take(60).collect();
+    t
 }
 
 /// A paragraph is in every section on the stack, addressed by a label

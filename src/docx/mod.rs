@@ -10,10 +10,10 @@ mod comments;
 pub mod model;
 mod numbering;
 mod numfmt;
-mod package;
+pub(crate) mod package;
 mod props;
 mod story;
-mod xml;
+pub(crate) mod xml;
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -224,6 +224,23 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
         styles.as_ref().map(|(p, x)| (p.as_str(), x.as_str())),
     )?;
 
+    let mut provenance =
+        Provenance { rsid_attributes: count_rsids(&main_xml), ..Provenance::default() };
+    if let Some(part) = target("settings")
+        && let Some(xml) = pkg.read_part(&part)?
+    {
+        provenance.rsids_in_settings = count_rsids(&xml) > 0 || xml.contains(":rsids>");
+    }
+    let app_part = pkg
+        .relationships("")?
+        .into_iter()
+        .find(|r| r.kind == "extended-properties")
+        .and_then(|r| r.target)
+        .unwrap_or_else(|| "docProps/app.xml".into());
+    if let Some(xml) = pkg.read_part(&app_part)? {
+        read_app_properties(&app_part, &xml, &mut provenance)?;
+    }
+
     let comment_index = comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
     let mut doc = Document {
         body,
@@ -231,12 +248,43 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
         revisions: ctx.revisions,
         comments,
         people,
+        provenance,
+        fields: ctx.fields,
+        bookmarks: ctx.bookmarks,
         warnings: ctx.warnings,
         comment_index,
     };
     numbering::label_document(&mut doc, &defs);
     anchor_comments(&mut doc);
     Ok(doc)
+}
+
+/// `w:rsid…="…"` attributes (rsidR, rsidRPr, rsidP, …) in a part: Word
+/// writes them on almost every paragraph and run; generators do not.
+fn count_rsids(xml: &str) -> u64 {
+    xml.match_indices(":rsid")
+        .filter(|(i, m)| {
+            let rest = &xml[i + m.len()..];
+            let name_end = rest.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(rest.len());
+            rest[name_end..].starts_with('=')
+        })
+        .count() as u64
+}
+
+/// `Application` and `AppVersion` of docProps/app.xml.
+fn read_app_properties(part: &str, xml: &str, into: &mut Provenance) -> Result<(), DocxError> {
+    let mut reader = PartReader::new(part, xml);
+    loop {
+        match reader.next()? {
+            Ev::Start(_, e) => match local(&e) {
+                "Application" => into.application = Some(reader.text_content()?.trim().to_string()),
+                "AppVersion" => into.app_version = Some(reader.text_content()?.trim().to_string()),
+                _ => {}
+            },
+            Ev::Eof => return Ok(()),
+            _ => {}
+        }
+    }
 }
 
 /// `w:document` → `w:body`.

@@ -30,6 +30,14 @@ pub struct Document {
     pub comments: Vec<Comment>,
     /// The people listed in `word/people.xml`.
     pub people: Vec<Person>,
+    /// What saved the file, and the Word editing-session ids it carries.
+    pub provenance: Provenance,
+    /// Every field (REF, PAGEREF, TOC, …) in the order it was read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<Field>,
+    /// The body's bookmarks, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bookmarks: Vec<Bookmark>,
     /// Things the reader tolerated but a user should know (dangling comment
     /// references, unresolvable numbering, …).
     pub warnings: Vec<String>,
@@ -117,6 +125,57 @@ pub struct Labels {
     /// The abstract numbering (list definition) the label counts in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub list: Option<String>,
+}
+
+/// What saved the file: `docProps/app.xml` and Word's revision-session
+/// ids (`w:rsid*` attributes, which Word writes and python-docx and most
+/// generators do not).
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct Provenance {
+    /// `Application` in docProps/app.xml ("Microsoft Office Word").
+    pub application: Option<String>,
+    /// `AppVersion` in docProps/app.xml.
+    pub app_version: Option<String>,
+    /// `w:rsid…` attributes in the main document part.
+    pub rsid_attributes: u64,
+    /// Whether settings.xml lists revision-session ids (`w:rsids`).
+    pub rsids_in_settings: bool,
+}
+
+/// A field: its code and the result Word last computed.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct Field {
+    /// The field code, whitespace-trimmed ("REF _Ref123 \\h").
+    pub instruction: String,
+    /// The result text shown; paragraphs (a TOC's entries) separated by "\n".
+    pub result: String,
+    /// Whether the field code is tracked as deleted (`w:delInstrText`).
+    pub deleted: bool,
+    /// The body paragraph it begins in (python-docx index), when in the body.
+    pub body_index: Option<u32>,
+}
+
+impl Field {
+    /// The field's type, upper-cased ("REF", "TOC").
+    pub fn kind(&self) -> String {
+        self.instruction.split_whitespace().next().unwrap_or("").to_ascii_uppercase()
+    }
+
+    /// The bookmark a REF, PAGEREF or NOTEREF field points at.
+    pub fn target(&self) -> Option<&str> {
+        let mut words = self.instruction.split_whitespace();
+        let kind = words.next()?.to_ascii_uppercase();
+        matches!(kind.as_str(), "REF" | "PAGEREF" | "NOTEREF").then(|| words.next()).flatten()
+    }
+}
+
+/// A bookmark (`w:bookmarkStart`).
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct Bookmark {
+    /// Its name.
+    pub name: String,
+    /// The body paragraph it starts in (or before), python-docx index.
+    pub body_index: Option<u32>,
 }
 
 /// Inline content of a paragraph.
@@ -454,6 +513,15 @@ impl Paragraph {
     /// (rather than merging into the next).
     pub fn mark_present(&self, state: State) -> bool {
         state.keeps(self.mark_inserted, self.mark_deleted)
+    }
+
+    /// Whether anything of this paragraph is left in `state`: its mark, or
+    /// some text (a clause deleted whole, mark and text, is not).
+    pub fn present(&self, state: State) -> bool {
+        self.mark_present(state)
+            || self.inlines.iter().any(
+                |i| matches!(i, Inline::Text(s) if s.present(state) && !s.text.trim().is_empty()),
+            )
     }
 
     /// Properties in force in `state`.

@@ -21,6 +21,8 @@ pub(crate) struct Ctx {
     pub revisions: Vec<Revision>,
     pub stories: Vec<Story>,
     pub warnings: Vec<String>,
+    pub fields: Vec<Field>,
+    pub bookmarks: Vec<Bookmark>,
     move_pairs: HashMap<String, u32>,
     footnotes_seen: u32,
     endnotes_seen: u32,
@@ -82,6 +84,8 @@ enum El {
     Wrapper,
     AltContent,
     TxbxContent,
+    /// `w:fldSimple`: a field written whole.
+    FldSimple,
     Other,
 }
 
@@ -135,6 +139,8 @@ struct Parser<'c, 'x> {
     frames: Vec<Frame>,
     wrappers: Vec<Wrapper>,
     fields: Vec<FieldPhase>,
+    /// The fields open now (same depth as `fields`), being filled.
+    open_fields: Vec<Field>,
     /// One entry per open `mc:AlternateContent`: whether a branch was taken.
     alternates: Vec<bool>,
     run_format: Option<usize>,
@@ -146,6 +152,13 @@ struct Parser<'c, 'x> {
     pending_comment_ends: Vec<String>,
     next_body_index: u32,
     custom_note_mark: bool,
+}
+
+/// A field with its code and result trimmed of surrounding whitespace.
+fn trimmed(mut f: Field) -> Field {
+    f.instruction = f.instruction.trim().to_string();
+    f.result = f.result.trim_end_matches('\n').to_string();
+    f
 }
 
 /// Parses block content until the element whose `Start` was just read ends.
@@ -163,6 +176,7 @@ pub(crate) fn parse_blocks(
         frames: vec![Frame::Blocks(Vec::new())],
         wrappers: Vec::new(),
         fields: Vec::new(),
+        open_fields: Vec::new(),
         alternates: Vec::new(),
         run_format: None,
         rpr_now: Vec::new(),
@@ -315,6 +329,39 @@ impl<'c, 'x> Parser<'c, 'x> {
                 self.push(empty, El::R);
             }
             "t" | "delText" if !empty => self.text(e)?,
+            "instrText" | "delInstrText" if !empty => {
+                let code = self.reader.text_content()?;
+                if let Some(f) = self.open_fields.last_mut() {
+                    f.instruction.push_str(&code);
+                    f.deleted |= name == "delInstrText";
+                }
+            }
+            "fldSimple" => {
+                let field = Field {
+                    instruction: attr(e, "instr").unwrap_or_default(),
+                    body_index: self.current_body_index(),
+                    ..Field::default()
+                };
+                if empty {
+                    self.ctx.fields.push(trimmed(field));
+                } else {
+                    self.fields.push(FieldPhase::Result);
+                    self.open_fields.push(field);
+                    self.push(false, El::FldSimple);
+                }
+            }
+            "bookmarkStart" => {
+                let name = attr(e, "name").unwrap_or_default();
+                // Between paragraphs, a bookmark belongs to the next one.
+                let body_index = self.current_body_index().or_else(|| {
+                    (self.mode == Mode::Body && self.path.len() == 1)
+                        .then_some(self.next_body_index)
+                });
+                if self.mode == Mode::Body && !name.is_empty() {
+                    self.ctx.bookmarks.push(Bookmark { name, body_index });
+                }
+                self.skip_if_open(empty)?;
+            }
             "instrText" | "delInstrText" | "sdtPr" | "sdtEndPr" | "fldData" | "ffData" => {
                 self.skip_if_open(empty)?
             }
@@ -483,7 +530,11 @@ impl<'c, 'x> Parser<'c, 'x> {
             }
         }
         match el.attr("fldCharType") {
-            Some("begin") => self.fields.push(FieldPhase::Code),
+            Some("begin") => {
+                self.fields.push(FieldPhase::Code);
+                let body_index = self.current_body_index();
+                self.open_fields.push(Field { body_index, ..Field::default() });
+            }
             Some("separate") => {
                 if let Some(top) = self.fields.last_mut() {
                     *top = FieldPhase::Result;
@@ -491,6 +542,9 @@ impl<'c, 'x> Parser<'c, 'x> {
             }
             Some("end") => {
                 self.fields.pop();
+                if let Some(f) = self.open_fields.pop() {
+                    self.ctx.fields.push(trimmed(f));
+                }
             }
             _ => {}
         }
@@ -736,7 +790,21 @@ impl<'c, 'x> Parser<'c, 'x> {
         let depth_after = self.reader.depth();
         let Some(el) = self.path.pop() else { return };
         match el {
-            El::P => self.finish_paragraph(),
+            El::P => {
+                // A field's result that spans paragraphs (a TOC) keeps them apart.
+                if let (Some(FieldPhase::Result), Some(f)) =
+                    (self.fields.last(), self.open_fields.last_mut())
+                {
+                    f.result.push('\n');
+                }
+                self.finish_paragraph();
+            }
+            El::FldSimple => {
+                self.fields.pop();
+                if let Some(f) = self.open_fields.pop() {
+                    self.ctx.fields.push(trimmed(f));
+                }
+            }
             El::Tbl | El::Tr | El::Tc | El::TxbxContent => self.close_frame(),
             El::Wrapper if self.wrappers.last().is_some_and(|w| w.depth == depth_after + 1) => {
                 self.wrappers.pop();
@@ -827,9 +895,22 @@ impl<'c, 'x> Parser<'c, 'x> {
         (inserted, deleted)
     }
 
+    /// The body paragraph being read, if any.
+    fn current_body_index(&self) -> Option<u32> {
+        self.frames.iter().rev().find_map(|f| match f {
+            Frame::Para(b) => b.p.body_index,
+            _ => None,
+        })
+    }
+
     fn push_text(&mut self, text: &str) {
         if text.is_empty() || self.hidden_by_field() {
             return;
+        }
+        if let (Some(FieldPhase::Result), Some(f)) =
+            (self.fields.last(), self.open_fields.last_mut())
+        {
+            f.result.push_str(text);
         }
         let (inserted, deleted) = self.wrapper_state();
         let format = self.run_format;

@@ -170,6 +170,9 @@ fn prepare_unguarded(
             };
         }
     };
+    if crate::xlsx::is_xlsx(&bytes) {
+        return prepare_workbook(task, bytes, trial, templates);
+    }
     let key = render_key(&bytes, task, templates.view);
     let has_checks = task.rubrics.iter().any(|r| r.is_check());
     let checks_key = has_checks.then(|| checks_key(&key, task));
@@ -210,6 +213,52 @@ fn prepare_unguarded(
         };
         apply_checks(&mut row, verdicts);
     }
+    let prompt = match &view {
+        Some(text) if row.gate.passed && task.llm_rubrics().next().is_some() => {
+            Some(templates.render(task, text))
+        }
+        _ => None,
+    };
+    row.prompt_hash = prompt.as_ref().map(|p| p.hash.clone());
+    Prepared { row, prompt, view }
+}
+
+/// A spreadsheet output (a term sheet): its gate is a workbook that loads
+/// with at least one filled cell; `xlsx_cells` checks read it, and judges
+/// read its sheets as tables.
+fn prepare_workbook(task: &Task, bytes: Vec<u8>, trial: &str, templates: &Templates) -> Prepared {
+    let book = match crate::xlsx::from_bytes(bytes, docx::Limits::default()) {
+        Ok(b) => b,
+        Err(e) => {
+            return Prepared {
+                row: skeleton(task, trial, GateResult::failed(e.to_string())),
+                prompt: None,
+                view: None,
+            };
+        }
+    };
+    let filled: usize = book.sheets.iter().map(|s| s.cells.len()).sum();
+    let gate = if filled > 0 {
+        GateResult {
+            passed: true,
+            reason: format!("a spreadsheet: {} sheet(s), {filled} filled cells", book.sheets.len()),
+            revisions: 0,
+            comments: 0,
+        }
+    } else {
+        GateResult::failed("the spreadsheet has no filled cell")
+    };
+    let mut row = skeleton(task, trial, gate);
+    if row.gate.passed {
+        let (ids, checks): (Vec<&str>, Vec<_>) =
+            task.rubrics.iter().filter_map(|r| Some((r.id.as_str(), r.check.as_ref()?))).unzip();
+        let outcomes = crate::check::evaluate_workbook(&checks, &book);
+        apply_checks(
+            &mut row,
+            outcomes.into_iter().zip(ids).map(|((v, why), id)| (id.to_string(), v, why)).collect(),
+        );
+    }
+    let view = Some(crate::xlsx::markdown(&book, &task.name));
     let prompt = match &view {
         Some(text) if row.gate.passed && task.llm_rubrics().next().is_some() => {
             Some(templates.render(task, text))

@@ -109,12 +109,237 @@ pub enum CheckSpec {
         /// Whose changes on both sides (default: anyone's).
         author: Option<String>,
     },
-    /// How many comments match.
+    /// How many comments match; or, with thread parameters, replies on
+    /// every thread and the exact set of threads marked done.
     Comment(CommentSpec),
     /// A regex matches some text.
     Contains(Pattern),
     /// A regex matches no text.
     NotContains(Pattern),
+    /// What saved the file: the application and Word's session ids.
+    Provenance {
+        #[serde(default)]
+        /// A regex the `Application` of docProps/app.xml must match.
+        application: Option<String>,
+        #[serde(default)]
+        /// Whether `w:rsid` attributes must be present (true) or absent (false).
+        rsids: Option<bool>,
+    },
+    /// Cross-references resolve and tables of contents match the headings.
+    Fields(FieldsSpec),
+    /// List labels are consecutive (no gap, no repeat) in the accepted state.
+    Numbering {
+        #[serde(default)]
+        /// The section whose list is checked (label or title; default: the body).
+        section: Option<String>,
+        #[serde(default)]
+        /// The list level checked, 1 = top (default: the shallowest numbered level in the section).
+        level: Option<u8>,
+    },
+    /// A table after accepting the changes, and its tracked changes.
+    Table(TableSpec),
+    /// Cells of an .xlsx output against a key.
+    XlsxCells(XlsxSpec),
+}
+
+/// How spreadsheet cells are compared with the key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum XlsxMatch {
+    /// Equal after whitespace normalisation.
+    Exact,
+    /// Equal ignoring case, inner spacing and surrounding punctuation.
+    #[default]
+    Normalized,
+    /// Numbers equal within `tolerance` (text compared as `normalized`).
+    Numeric,
+}
+
+/// The parameters of the `xlsx_cells` check.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XlsxSpec {
+    #[serde(default)]
+    /// The sheet (default: the first).
+    pub sheet: Option<String>,
+    #[serde(default)]
+    /// Expected cells, "B3" → text, number or true/false; a date as "2026-01-31".
+    pub cells: std::collections::BTreeMap<String, serde_json::Value>,
+    #[serde(default, rename = "match")]
+    /// How cells are compared.
+    pub compare: XlsxMatch,
+    #[serde(default)]
+    /// Absolute tolerance of numeric matches (default: 1e-9 of the value).
+    pub tolerance: Option<f64>,
+    #[serde(default)]
+    /// Multi-value cells: split on this and compared as sets.
+    pub separator: Option<String>,
+    #[serde(default)]
+    /// Share of `cells` that must match (default 1).
+    pub min_correct: Option<f64>,
+    #[serde(default)]
+    /// A list-like range whose rows are matched, as a set, against expected rows.
+    pub rows: Option<RowSet>,
+    #[serde(default)]
+    /// The template's shape that must survive.
+    pub template: Option<TemplateSpec>,
+}
+
+/// Rows of a range matched as a set.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowSet {
+    /// The range, "A2:C40".
+    pub range: String,
+    /// The expected rows (each as the range's columns, left to right).
+    pub expected: Vec<Vec<serde_json::Value>>,
+    #[serde(default)]
+    /// Share of expected rows that must be found (default 1).
+    pub min_recall: Option<f64>,
+}
+
+/// What of a template must be intact.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateSpec {
+    #[serde(default)]
+    /// Sheets that must exist, by name.
+    pub sheets: Vec<String>,
+    #[serde(default)]
+    /// The header row's number (default 1) …
+    pub header_row: Option<u32>,
+    #[serde(default)]
+    /// … and its cells, left to right.
+    pub header: Vec<String>,
+    #[serde(default)]
+    /// Whether the sheet must still carry data validation.
+    pub data_validation: Option<bool>,
+}
+
+impl XlsxSpec {
+    /// Checks the parameters; `Err((parameter, what is wrong))`.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.cells.is_empty() && self.rows.is_none() && self.template.is_none() {
+            return Err(("cells", "give cells, rows, template or several".into()));
+        }
+        for address in self.cells.keys() {
+            if crate::xlsx::a1(address).is_none() {
+                return Err(("cells", format!("{address:?} is not a cell address like \"B3\"")));
+            }
+        }
+        let share = |v: Option<f64>| v.is_none_or(|x| x > 0.0 && x <= 1.0);
+        if !share(self.min_correct) {
+            return Err(("min_correct", "a share within (0, 1]".into()));
+        }
+        if self.tolerance.is_some_and(|t| !(t >= 0.0 && t.is_finite())) {
+            return Err(("tolerance", "a finite number ≥ 0".into()));
+        }
+        if let Some(r) = &self.rows {
+            if range(&r.range).is_none() {
+                return Err(("rows", format!("range {:?} is not like \"A2:C40\"", r.range)));
+            }
+            if !share(r.min_recall) {
+                return Err(("rows", "min_recall is a share within (0, 1]".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// "A2:C40" → ((row, col), (row, col)).
+pub fn range(s: &str) -> Option<((u32, u32), (u32, u32))> {
+    let (a, b) = s.split_once(':')?;
+    let (a, b) = (crate::xlsx::a1(a)?, crate::xlsx::a1(b)?);
+    (a.0 <= b.0 && a.1 <= b.1).then_some((a, b))
+}
+
+/// The parameters of the `fields` check.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldsSpec {
+    #[serde(default = "yes")]
+    /// Every REF, PAGEREF and NOTEREF field points at a bookmark that exists.
+    pub references: bool,
+    #[serde(default = "yes")]
+    /// No field shows Word's unresolved-reference text ("Error! Reference source not found.").
+    pub resolved_text: bool,
+    #[serde(default)]
+    /// A bookmark that must exist.
+    pub bookmark: Option<String>,
+    #[serde(default)]
+    /// The section the bookmark must lie in (label or title).
+    pub target_section: Option<String>,
+    #[serde(default)]
+    /// Text the bookmarked paragraph must contain (case-insensitive).
+    pub target_text: Option<String>,
+    #[serde(default)]
+    /// Every table of contents lists exactly the headings, in order.
+    pub toc: bool,
+}
+
+/// Bounds on a count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Count {
+    #[serde(default)]
+    /// At least this many.
+    pub min: Option<u32>,
+    #[serde(default)]
+    /// At most this many.
+    pub max: Option<u32>,
+}
+
+/// How cell values are compared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellMatch {
+    /// Equal after whitespace normalisation.
+    #[default]
+    Exact,
+    /// Equal ignoring case, spaces and punctuation around the value.
+    Normalized,
+    /// Equal as numbers (currency signs, thousands separators and % ignored),
+    /// text compared as `normalized`.
+    Numeric,
+}
+
+/// The parameters of the `table` check.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableSpec {
+    #[serde(default)]
+    /// The table's position among the body's tables, from 1.
+    pub index: Option<usize>,
+    #[serde(default)]
+    /// The first table in this section (label or title).
+    pub section: Option<String>,
+    #[serde(default)]
+    /// The first table whose header row contains this text (case-insensitive).
+    pub header: Option<String>,
+    #[serde(default)]
+    /// A gold .docx holding the gold table (relative to the task file).
+    pub gold_docx: Option<String>,
+    #[serde(default)]
+    /// The gold table's position in the gold (default: found as in the output).
+    pub gold_index: Option<usize>,
+    #[serde(default)]
+    /// Expected cells, "R2C3" (row 2, column 3, from 1) → text.
+    pub cells: std::collections::BTreeMap<String, String>,
+    #[serde(default, rename = "match")]
+    /// How cells are compared.
+    pub compare: CellMatch,
+    #[serde(default)]
+    /// Whose tracked changes are counted (default: the task's author).
+    pub author: Option<String>,
+    #[serde(default)]
+    /// Tracked row insertions by the author.
+    pub rows_inserted: Option<Count>,
+    #[serde(default)]
+    /// Tracked row deletions by the author.
+    pub rows_deleted: Option<Count>,
+    #[serde(default)]
+    /// Cells with a tracked change by the author.
+    pub cells_changed: Option<Count>,
 }
 
 /// The parameters of the `comment` check.
@@ -145,6 +370,46 @@ pub struct CommentSpec {
     #[serde(default)]
     /// At most this many.
     pub max: Option<u32>,
+    #[serde(default)]
+    /// Thread mode: the threads checked, by a regex over the first
+    /// comment's text or anchored text (default: every thread).
+    pub threads: Option<String>,
+    #[serde(default)]
+    /// Thread mode: each thread checked has a reply by this author.
+    pub replied_by: Option<String>,
+    #[serde(default)]
+    /// Thread mode: the threads marked done are exactly these, each named
+    /// by a regex that matches one thread.
+    pub done_exactly: Option<Vec<String>>,
+}
+
+impl CommentSpec {
+    /// Whether the check is about threads rather than a count.
+    pub fn threaded(&self) -> bool {
+        self.threads.is_some() || self.replied_by.is_some() || self.done_exactly.is_some()
+    }
+}
+
+/// The stories a pattern searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoryName {
+    /// The main text.
+    Body,
+    /// Every header.
+    Headers,
+    /// Every footer.
+    Footers,
+    /// Footnotes.
+    Footnotes,
+    /// Endnotes.
+    Endnotes,
+    /// Comments' text.
+    Comments,
+    /// Text boxes.
+    TextBoxes,
+    /// All of the above.
+    All,
 }
 
 /// The parameters of `contains` and `not_contains`.
@@ -162,6 +427,9 @@ pub struct Pattern {
     #[serde(default)]
     /// Whose changes (inserted/deleted text only; default: anyone's).
     pub author: Option<String>,
+    #[serde(default)]
+    /// The stories searched (default: the body).
+    pub stories: Vec<StoryName>,
 }
 
 fn yes() -> bool {
@@ -195,6 +463,8 @@ pub struct PreparedCheck {
     /// The parameters as written.
     pub spec: CheckSpec,
     pub(crate) regex: Option<Regex>,
+    /// Further regexes (a comment check's threads marked done).
+    pub(crate) regexes: Vec<Regex>,
     pub(crate) gold: Option<Arc<Document>>,
     /// SHA-256 of the parameters and of the gold document's bytes: what
     /// the verdict depends on besides the output (keys cached verdicts).
@@ -211,6 +481,7 @@ impl PreparedCheck {
             .map_err(|e| CheckSpecError::Schema(e.to_string()))?;
         let mut fingerprint = serde_json::to_string(&spec).unwrap_or_default();
         let mut regex = None;
+        let mut regexes = Vec::new();
         let mut gold = None;
         let mut load_gold = |rel: &str| -> Result<Arc<Document>, CheckSpecError> {
             let (doc, sha) = load_gold(&base.join(rel))?;
@@ -243,6 +514,74 @@ impl PreparedCheck {
                 if c.contains.is_some() && c.equals.is_some() {
                     return param("equals", "give contains or equals, not both");
                 }
+                if let Some(t) = &c.threads {
+                    regex = Some(compile("threads", t)?);
+                }
+                if c.threaded() && c.replied_by.is_none() && c.done_exactly.is_none() {
+                    return param(
+                        "threads",
+                        "say what each thread needs: replied_by, done_exactly or both",
+                    );
+                }
+                for d in c.done_exactly.iter().flatten() {
+                    regexes.push(compile("done_exactly", d)?);
+                }
+            }
+            CheckSpec::Provenance { application, rsids } => match (application, rsids) {
+                (None, None) => return param("application", "give application, rsids or both"),
+                (Some(a), _) => regex = Some(compile("application", &format!("(?i){a}"))?),
+                _ => {}
+            },
+            CheckSpec::Fields(f) => {
+                if (f.target_section.is_some() || f.target_text.is_some()) && f.bookmark.is_none() {
+                    return param(
+                        "bookmark",
+                        "target_section and target_text need the bookmark they describe",
+                    );
+                }
+            }
+            CheckSpec::Numbering { level, .. } => {
+                if level.is_some_and(|l| !(1..=9).contains(&l)) {
+                    return param("level", "a list level is 1 (top) to 9");
+                }
+            }
+            CheckSpec::Table(t) => {
+                let located = [t.index.is_some(), t.section.is_some(), t.header.is_some()];
+                if located.iter().filter(|x| **x).count() != 1 {
+                    return param(
+                        "index",
+                        "find the table by exactly one of index, section and header",
+                    );
+                }
+                if t.index == Some(0) || t.gold_index == Some(0) {
+                    return param("index", "tables are counted from 1");
+                }
+                for address in t.cells.keys() {
+                    if cell_address(address).is_none() {
+                        return param(
+                            "cells",
+                            format!("{address:?} is not a cell address like \"R2C3\""),
+                        );
+                    }
+                }
+                let counts = [t.rows_inserted, t.rows_deleted, t.cells_changed];
+                for c in counts.iter().flatten() {
+                    check_bounds(c.min, c.max)?;
+                }
+                if t.gold_docx.is_none() && t.cells.is_empty() && counts.iter().all(Option::is_none)
+                {
+                    return param(
+                        "gold_docx",
+                        "give gold_docx, cells or a count of tracked changes",
+                    );
+                }
+                if let Some(g) = &t.gold_docx {
+                    gold = Some(load_gold(g)?);
+                }
+            }
+            CheckSpec::XlsxCells(x) => {
+                x.validate()
+                    .map_err(|(p, m)| CheckSpecError::Parameter { param: p, message: m })?;
             }
             CheckSpec::AcceptedTextEquals { text, gold_docx, min_f1, .. } => {
                 match (text, gold_docx) {
@@ -268,8 +607,23 @@ impl PreparedCheck {
             }
         }
         let fingerprint = crate::hash::sha256_hex(&fingerprint);
-        Ok(PreparedCheck { spec, regex, gold, fingerprint })
+        Ok(PreparedCheck { spec, regex, regexes, gold, fingerprint })
     }
+}
+
+fn compile(name: &'static str, pattern: &str) -> Result<Regex, CheckSpecError> {
+    Regex::new(pattern).map_err(|e| CheckSpecError::Parameter {
+        param: name,
+        message: format!("invalid regex: {e}"),
+    })
+}
+
+/// "R2C3" → (row 2, column 3), from 1.
+pub fn cell_address(s: &str) -> Option<(usize, usize)> {
+    let rest = s.trim().strip_prefix(['R', 'r'])?;
+    let (row, col) = rest.split_once(['C', 'c'])?;
+    let (row, col): (usize, usize) = (row.parse().ok()?, col.parse().ok()?);
+    (row > 0 && col > 0).then_some((row, col))
 }
 
 fn check_bounds(min: Option<u32>, max: Option<u32>) -> Result<(), CheckSpecError> {

@@ -31,11 +31,13 @@ pub struct Outputs {
     pub unusable: Vec<(PathBuf, String)>,
 }
 
-/// Why a file named like an output cannot be scored; `None` for a .docx.
+/// Why a file named like an output cannot be scored; `None` for a .docx
+/// (or an .xlsx, for tasks whose output is a spreadsheet).
 pub fn unusable_reason(path: &Path) -> Option<String> {
     let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
     match ext.as_str() {
-        "docx" => None,
+        // A spreadsheet output (a term sheet filled from an agreement).
+        "docx" | "xlsx" => None,
         "doc" => Some("a legacy Word 97-2003 .doc: open it in Word and save it as .docx".into()),
         "docm" | "dotx" | "dotm" => {
             Some(format!("a Word .{ext} file: save it as a Word Document (.docx)"))
@@ -104,10 +106,15 @@ pub fn find_outputs(dir: &Path, task_names: &[String]) -> Result<Outputs, TaskEr
             if !is_trial(&trial) {
                 continue;
             }
-            let artifact = ["artifacts/contract.docx", "artifacts/app/contract.docx"]
-                .iter()
-                .map(|a| trial.join(a))
-                .find(|a| a.is_file());
+            let artifact = [
+                "artifacts/contract.docx",
+                "artifacts/app/contract.docx",
+                "artifacts/contract.xlsx",
+                "artifacts/app/contract.xlsx",
+            ]
+            .iter()
+            .map(|a| trial.join(a))
+            .find(|a| a.is_file());
             let Some(artifact) = artifact else {
                 continue;
             };

@@ -1,0 +1,191 @@
+//! `xlsx_cells`: a spreadsheet output (a term sheet, a checklist) against
+//! a key — cells compared exactly, normalised, numerically or as dates,
+//! multi-value cells as sets; a list-like range's rows matched as a set
+//! (recall); and the template's shape (sheets, header row, data
+//! validation) intact.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::text::preview;
+use super::{Outcome, verdict};
+use crate::task::check_spec::{CellMatch, RowSet, TemplateSpec, XlsxMatch, XlsxSpec, range};
+use crate::xlsx::{Cell, Sheet, Workbook, a1};
+
+/// An expected value as text ("2026-01-31", "132000", "TRUE").
+fn expected_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => if *b { "TRUE" } else { "FALSE" }.into(),
+        Value::Number(n) => n.to_string(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether a cell matches an expected value.
+fn matches(cell: Option<&Cell>, want: &Value, spec: &XlsxSpec) -> bool {
+    let got = cell.map(Cell::text).unwrap_or_default();
+    let want_text = expected_text(want);
+    if let Some(sep) = &spec.separator {
+        let set = |s: &str| -> BTreeSet<String> {
+            s.split(sep.as_str())
+                .map(|p| super::text::normalise_ws(p).to_lowercase())
+                .filter(|p| !p.is_empty())
+                .collect()
+        };
+        return set(&got) == set(&want_text);
+    }
+    // A date cell equals its ISO date whatever the comparison.
+    if let Some(Cell::Date(d)) = cell
+        && d.starts_with(want_text.trim())
+        && !want_text.trim().is_empty()
+    {
+        return true;
+    }
+    match spec.compare {
+        XlsxMatch::Exact => super::table::cells_match(&got, &want_text, CellMatch::Exact),
+        XlsxMatch::Normalized => super::table::cells_match(&got, &want_text, CellMatch::Normalized),
+        XlsxMatch::Numeric => {
+            let number = |c: Option<&Cell>, s: &str| match c {
+                Some(Cell::Number(n)) => Some(*n),
+                Some(Cell::Duration(h)) => Some(*h),
+                _ => s.replace([',', '£', '$', '€', '%'], "").trim().parse::<f64>().ok(),
+            };
+            match (number(cell, &got), want.as_f64().or_else(|| number(None, &want_text))) {
+                (Some(a), Some(b)) => {
+                    let tol = spec.tolerance.unwrap_or(1e-9 * a.abs().max(b.abs()).max(1.0));
+                    (a - b).abs() <= tol
+                }
+                _ => super::table::cells_match(&got, &want_text, CellMatch::Normalized),
+            }
+        }
+    }
+}
+
+fn sheet<'b>(book: &'b Workbook, name: Option<&str>) -> Result<&'b Sheet, String> {
+    match name {
+        None => book.sheets.first().ok_or_else(|| "the workbook has no sheet".to_string()),
+        Some(n) => {
+            book.sheets.iter().find(|s| s.name.trim().eq_ignore_ascii_case(n.trim())).ok_or_else(
+                || {
+                    let names: Vec<&str> = book.sheets.iter().map(|s| s.name.as_str()).collect();
+                    format!("no sheet named {n:?} (sheets: {})", names.join(", "))
+                },
+            )
+        }
+    }
+}
+
+pub(super) fn evaluate(book: &Workbook, spec: &XlsxSpec) -> Outcome {
+    if let Some(t) = &spec.template
+        && let Err(why) = template(book, spec.sheet.as_deref(), t)
+    {
+        return verdict(false, why);
+    }
+    let sheet = match sheet(book, spec.sheet.as_deref()) {
+        Ok(s) => s,
+        Err(why) => return verdict(false, why),
+    };
+    let mut reason = Vec::new();
+    if !spec.cells.is_empty() {
+        let mut wrong = Vec::new();
+        for (address, want) in &spec.cells {
+            let cell = a1(address).and_then(|at| sheet.cells.get(&at));
+            if !matches(cell, want, spec) {
+                wrong.push((
+                    address,
+                    cell.map(Cell::text).unwrap_or_default(),
+                    expected_text(want),
+                ));
+            }
+        }
+        let n = spec.cells.len();
+        let right = n - wrong.len();
+        let share = right as f64 / n as f64;
+        let need = spec.min_correct.unwrap_or(1.0);
+        if share + 1e-12 < need {
+            let (a, got, want) = &wrong[0];
+            return verdict(
+                false,
+                format!(
+                    "{right} of {n} cells match the key (need {need}); first: {a} reads {}, the key {}",
+                    preview(got),
+                    preview(want)
+                ),
+            );
+        }
+        reason.push(format!("{right} of {n} cells match the key"));
+    }
+    if let Some(rows) = &spec.rows {
+        match row_recall(sheet, rows, spec) {
+            Ok(r) => reason.push(r),
+            Err(why) => return verdict(false, why),
+        }
+    }
+    if spec.template.is_some() {
+        reason.push("the template is intact".into());
+    }
+    verdict(true, reason.join("; "))
+}
+
+/// Share of expected rows found among the range's rows (each found once).
+fn row_recall(sheet: &Sheet, rows: &RowSet, spec: &XlsxSpec) -> Result<String, String> {
+    let Some(((r0, c0), (r1, c1))) = range(&rows.range) else {
+        return Err(format!("bad range {}", rows.range));
+    };
+    let mut present: Vec<Vec<Option<&Cell>>> = (r0..=r1)
+        .map(|r| (c0..=c1).map(|c| sheet.cells.get(&(r, c))).collect())
+        .filter(|row: &Vec<Option<&Cell>>| row.iter().any(Option::is_some))
+        .collect();
+    let mut found = 0;
+    for want in &rows.expected {
+        let hit = present.iter().position(|row| {
+            want.iter().enumerate().all(|(i, w)| matches(row.get(i).copied().flatten(), w, spec))
+        });
+        if let Some(i) = hit {
+            present.swap_remove(i);
+            found += 1;
+        }
+    }
+    let n = rows.expected.len().max(1);
+    let recall = found as f64 / n as f64;
+    let need = rows.min_recall.unwrap_or(1.0);
+    let text = format!(
+        "{found} of {} expected rows found in {} (recall {recall:.3})",
+        rows.expected.len(),
+        rows.range
+    );
+    if recall + 1e-12 < need { Err(format!("{text}, below {need}")) } else { Ok(text) }
+}
+
+fn template(book: &Workbook, sheet_name: Option<&str>, t: &TemplateSpec) -> Result<(), String> {
+    for name in &t.sheets {
+        if !book.sheets.iter().any(|s| s.name.trim().eq_ignore_ascii_case(name.trim())) {
+            return Err(format!("the template's sheet {name:?} is missing"));
+        }
+    }
+    let s = sheet(book, sheet_name)?;
+    if !t.header.is_empty() {
+        let row = t.header_row.unwrap_or(1);
+        for (i, want) in t.header.iter().enumerate() {
+            let got = s.cells.get(&(row, i as u32 + 1)).map(Cell::text).unwrap_or_default();
+            if !super::table::cells_match(&got, want, CellMatch::Normalized) {
+                return Err(format!(
+                    "header row {row} column {} reads {}, the template {}",
+                    i + 1,
+                    preview(&got),
+                    preview(want)
+                ));
+            }
+        }
+    }
+    match t.data_validation {
+        Some(true) if s.validations == 0 => {
+            Err(format!("sheet {:?} lost its data validation", s.name))
+        }
+        Some(false) if s.validations > 0 => Err(format!("sheet {:?} has data validation", s.name)),
+        _ => Ok(()),
+    }
+}
