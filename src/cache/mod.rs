@@ -193,11 +193,10 @@ impl Cache {
         conn.busy_timeout(busy_timeout).map_err(|e| err(&e))?;
         // WAL + NORMAL: each committed response survives the process being
         // killed; only an OS crash could lose the last few.
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(|e| err(&busy(&e, busy_timeout)))?;
+        enable_wal(&conn, busy_timeout).map_err(|e| err(&busy(&e, busy_timeout)))?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| err(&e))?;
         conn.execute_batch(SCHEMA).map_err(|e| err(&busy(&e, busy_timeout)))?;
-        migrate(&conn).map_err(|e| err(&e))?;
+        migrate(&conn).map_err(|e| err(&busy(&e, busy_timeout)))?;
         let mut journal = path.as_os_str().to_owned();
         journal.push(".pending.jsonl");
         let cache = Cache {
@@ -513,17 +512,55 @@ fn owner_is_gone(owner: &str) -> bool {
         && !Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Columns added after the first release.
-fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    let has = conn
-        .prepare("SELECT 1 FROM pragma_table_info('responses') WHERE name = 'cache_write_tokens'")?
-        .exists([])?;
-    if !has {
-        conn.execute_batch(
-            "ALTER TABLE responses ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",
-        )?;
+/// Switches the store to WAL. SQLite answers a journal-mode change made
+/// while another connection has the file open with "locked" at once,
+/// without waiting on the busy timeout, so several processes opening a new
+/// store together retry here until one of them has made the change.
+fn enable_wal(conn: &Connection, timeout: Duration) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        if mode.eq_ignore_ascii_case("wal") {
+            return Ok(());
+        }
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e),
+        }
     }
-    Ok(())
+}
+
+/// Columns added after the first release. Look and add under one write
+/// lock: two processes opening the same old (or new) store at once would
+/// otherwise both see the column missing and the second ALTER would fail.
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let result = (|| {
+        let has = conn
+            .prepare(
+                "SELECT 1 FROM pragma_table_info('responses') WHERE name = 'cache_write_tokens'",
+            )?
+            .exists([])?;
+        if !has {
+            conn.execute_batch(
+                "ALTER TABLE responses ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",
+            )?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => conn.execute_batch("COMMIT"),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
 }
 
 /// SQLite's "database is locked" says nothing of how long we waited.
@@ -558,6 +595,26 @@ mod tests {
             usage: Usage { input: 10, output: 2, cached: 0, cache_write: 3 },
             latency_ms: 5,
             attempts: 1,
+        }
+    }
+
+    #[test]
+    fn many_openers_of_a_new_store_all_succeed() {
+        for round in 0..60 {
+            let path = temp(&format!("openers-{round}"));
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
+            let openers: Vec<_> = (0..6)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        Cache::open(&path).map(|_| ()).map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            for opener in openers {
+                assert_eq!(opener.join().unwrap(), Ok(()));
+            }
         }
     }
 
