@@ -52,9 +52,10 @@ pub mod view;
 pub mod xlsx;
 
 pub use judge::config::PanelConfig;
+pub use pipeline::load_tasks;
 pub use pipeline::{Dispatch, JudgeMode, OutputSource, Scorer, ScorerConfig, ScorerError};
 pub use prompt::Templates;
 pub use score::{Reward, RubricResult, Status, TaskResult};
 pub use serve::{OnIncomplete, ServeOptions, Service};
-pub use task::{Rubric, Side, Task, TaskError, load_tasks, task_from_json};
+pub use task::{Rubric, Side, Task, TaskError, task_from_json};
 pub use verdict::Verdict;

@@ -113,6 +113,44 @@ fn evaluate_one(check: &PreparedCheck, facts: &Facts<'_>) -> Outcome {
     }
 }
 
+/// The section names (headings or titles, not labels) a task's checks
+/// use that its input document does not resolve to exactly one section:
+/// a name missing from the input, or naming two sections, is a load error
+/// naming the candidates. Labels are not checked (an output may add one).
+pub fn section_name_problems(task: &crate::task::Task) -> Vec<String> {
+    let Some(input) = task.input_doc.as_deref() else { return Vec::new() };
+    let sections = Sections::of(input);
+    let mut problems = Vec::new();
+    for rubric in &task.rubrics {
+        let Some(check) = &rubric.check else { continue };
+        for name in section_params(&check.spec) {
+            let name_like =
+                name.trim().contains(char::is_whitespace) || name.trim().chars().count() > 12;
+            if name_like && let Err(why) = sections.resolve(name) {
+                problems.push(format!("rubric {}: {why} (in the task's input)", rubric.id));
+            }
+        }
+    }
+    problems
+}
+
+/// The sections a check names.
+fn section_params(spec: &CheckSpec) -> Vec<&str> {
+    match spec {
+        CheckSpec::Scope { sections, .. } => sections.iter().map(String::as_str).collect(),
+        CheckSpec::AcceptedTextEquals { section, .. } | CheckSpec::Numbering { section, .. } => {
+            section.as_deref().into_iter().collect()
+        }
+        CheckSpec::Comment(c) => c.section.as_deref().into_iter().collect(),
+        CheckSpec::Contains(p) | CheckSpec::NotContains(p) => {
+            p.section.as_deref().into_iter().collect()
+        }
+        CheckSpec::Table(t) => t.section.as_deref().into_iter().collect(),
+        CheckSpec::Fields(f) => f.target_section.as_deref().into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Runs a task's checks on a spreadsheet output: `xlsx_cells` reads it;
 /// every other check reads a .docx and fails with that reason.
 pub fn evaluate_workbook(checks: &[&PreparedCheck], book: &crate::xlsx::Workbook) -> Vec<Outcome> {

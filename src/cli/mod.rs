@@ -366,8 +366,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 resamples: resamples as usize,
                 seed,
             };
-            let tasks: Vec<std::sync::Arc<redjury::Task>> =
-                redjury::load_tasks(&tasks)?.into_iter().map(std::sync::Arc::new).collect();
+            let tasks: Vec<std::sync::Arc<redjury::Task>> = redjury::pipeline::load_tasks(&tasks)?
+                .into_iter()
+                .map(std::sync::Arc::new)
+                .collect();
             let set = redjury::calibrate::gold::load(&gold, &outputs, &tasks)?;
             let c = runtime()?.block_on(async {
                 let scorer = Setup::refuse_quorum(Scorer::new(config))?;
@@ -596,7 +598,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let token = std::env::var(&a.token_env).ok().filter(|t| !t.is_empty());
     redjury::serve::check_bind(a.bind, token.as_deref(), &a.token_env)
         .map_err(|e| Refused(e.to_string()))?;
-    let tasks = redjury::task::load_tasks(&a.tasks)?;
+    let tasks = redjury::pipeline::load_tasks(&a.tasks)?;
     let templates = a.judging.templates()?;
     // The reward service answers while callers wait: never by batch.
     let config = ScorerConfig {

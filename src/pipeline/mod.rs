@@ -29,6 +29,28 @@ use crate::report::Estimate;
 use crate::score::TaskResult;
 use crate::task::Task;
 
+/// Loads and validates the tasks under `dir` as every command does: the
+/// task files (`task::load_tasks`), then the section names their checks
+/// use, against each task's input.
+pub fn load_tasks(dir: &std::path::Path) -> Result<Vec<Task>, crate::task::TaskError> {
+    let tasks = crate::task::load_tasks(dir)?;
+    let problems: Vec<crate::task::TaskError> = tasks
+        .iter()
+        .filter_map(|t| {
+            let p = crate::check::section_name_problems(t);
+            (!p.is_empty()).then(|| crate::task::TaskError::Invalid {
+                path: t.source.clone(),
+                message: p.join("; "),
+            })
+        })
+        .collect();
+    match problems.len() {
+        0 => Ok(tasks),
+        1 => Err(problems.into_iter().next().unwrap_or_else(|| unreachable!("one problem"))),
+        _ => Err(crate::task::TaskError::Several(problems)),
+    }
+}
+
 /// Whether judges are called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JudgeMode {

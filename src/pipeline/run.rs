@@ -164,7 +164,7 @@ pub async fn score(
     settings: &RunSettings,
     progress: &dyn Progress,
 ) -> Result<RunReport, RunError> {
-    let tasks: Vec<Arc<Task>> = task::load_tasks(tasks_dir)?.into_iter().map(Arc::new).collect();
+    let tasks: Vec<Arc<Task>> = super::load_tasks(tasks_dir)?.into_iter().map(Arc::new).collect();
     let names: Vec<String> = tasks.iter().map(|t| t.name.clone()).collect();
     let outputs = task::find_outputs(outputs_dir, &names)?;
     let with_output: HashSet<&str> = outputs.found.iter().map(|o| o.task.as_str()).collect();

@@ -24,6 +24,9 @@ pub struct Docx {
     pub footnotes: Option<String>,
     pub endnotes: Option<String>,
     pub header: Option<String>,
+    pub footer: Option<String>,
+    /// `Application` of docProps/app.xml, when the file should name one.
+    pub app: Option<String>,
     /// Use the ISO Strict namespace for WordprocessingML.
     pub strict: bool,
 }
@@ -73,17 +76,21 @@ impl Docx {
         add("footnotes.xml", "footnotes", "w:footnotes", &self.footnotes, &mut parts);
         add("endnotes.xml", "endnotes", "w:endnotes", &self.endnotes, &mut parts);
         add("header1.xml", "header", "w:hdr", &self.header, &mut parts);
+        add("footer1.xml", "footer", "w:ftr", &self.footer, &mut parts);
         let document = format!(
             r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document {ns}><w:body>{}</w:body></w:document>"#,
             self.body
         );
         let mut files = vec![
             ("[Content_Types].xml".to_string(), r#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/></Types>"#.to_string()),
-            ("_rels/.rels".to_string(), format!(r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{REL}/officeDocument" Target="word/document.xml"/></Relationships>"#)),
+            ("_rels/.rels".to_string(), format!(r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{REL}/officeDocument" Target="word/document.xml"/>{}</Relationships>"#, if self.app.is_some() { format!(r#"<Relationship Id="rId2" Type="{REL}/extended-properties" Target="docProps/app.xml"/>"#) } else { String::new() })),
             ("word/document.xml".to_string(), document),
             ("word/_rels/document.xml.rels".to_string(), format!(r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">{rels}</Relationships>"#)),
         ];
         files.extend(parts);
+        if let Some(app) = &self.app {
+            files.push(("docProps/app.xml".into(), format!(r#"<?xml version="1.0"?><Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties"><Application>{app}</Application><AppVersion>16.0000</AppVersion></Properties>"#)));
+        }
         zip_files(&files.iter().map(|(n, c)| (n.as_str(), c.as_bytes())).collect::<Vec<_>>())
     }
 

@@ -1,0 +1,656 @@
+//! The checks for the rest of the redlining task family — provenance,
+//! fields, numbering, tables, stories, comment threads, sections by name,
+//! and .xlsx outputs — each with a PASS and a FAIL per parameter and the
+//! reason asserted, on fixtures built here, on the shared corpus's Word
+//! files, and on spreadsheets made by LibreOffice Calc.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use redjury::docx::Document;
+use redjury::task::check_spec::PreparedCheck;
+use redjury::verdict::Verdict;
+use serde_json::{Value, json};
+
+fn prepared(v: Value, base: &Path) -> PreparedCheck {
+    PreparedCheck::from_json(&v, base).unwrap_or_else(|e| panic!("{v}: {e}"))
+}
+
+/// The verdict and reason of one check on `doc` (author "A").
+fn check_on(v: Value, doc: &Document) -> (Verdict, String) {
+    redjury::check::evaluate(&prepared(v, Path::new(".")), doc, None, "A")
+}
+
+fn pass(v: Value, doc: &Document) -> String {
+    let (verdict, why) = check_on(v.clone(), doc);
+    assert_eq!(verdict, Verdict::Pass, "{v}: {why}");
+    why
+}
+
+fn fail(v: Value, doc: &Document, says: &str) {
+    let (verdict, why) = check_on(v.clone(), doc);
+    assert_eq!(verdict, Verdict::Fail, "{v}: {why}");
+    assert!(why.contains(says), "{v}: {why:?} should say {says:?}");
+}
+
+fn corpus(file: &str) -> Option<Document> {
+    let dir = shared_corpus(file)?;
+    Some(redjury::docx::load(&dir.join("pandoc").join(file)).expect("corpus file loads"))
+}
+
+#[test]
+fn provenance() {
+    let generated = Docx::body(&p("plain")).load();
+    fail(json!({"type": "provenance", "application": "Word"}), &generated, "names no Application");
+    fail(json!({"type": "provenance", "rsids": true}), &generated, "no w:rsid attributes");
+    pass(json!({"type": "provenance", "rsids": false}), &generated);
+    let other = Docx { app: Some("LibreOffice/7.4".into()), ..Docx::body(&p("x")) }.load();
+    fail(
+        json!({"type": "provenance", "application": "Microsoft Office Word"}),
+        &other,
+        "saved by \"LibreOffice/7.4\"",
+    );
+    let rsid = Docx {
+        app: Some("Microsoft Office Word".into()),
+        ..Docx::body(r#"<w:p w:rsidR="00A1B2C3" w:rsidRDefault="00A1B2C3"><w:r w:rsidRPr="00D4E5F6"><w:t>x</w:t></w:r></w:p>"#)
+    }
+    .load();
+    assert_eq!(rsid.provenance.rsid_attributes, 3);
+    let why = pass(json!({"type": "provenance", "application": "word", "rsids": true}), &rsid);
+    assert!(why.contains("3 w:rsid attributes"), "{why}");
+    fail(json!({"type": "provenance", "rsids": false}), &rsid, "saved by Word");
+    if let Some(word) = corpus("cross_reference.docx") {
+        pass(
+            json!({"type": "provenance", "application": "^Microsoft Office Word$", "rsids": true}),
+            &word,
+        );
+    }
+}
+
+fn ref_field(target: &str, shown: &str) -> String {
+    format!(
+        r#"<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> REF {target} \h </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>{shown}</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r>"#
+    )
+}
+
+fn heading(level: u8, text: &str) -> String {
+    format!(r#"<w:p><w:pPr><w:pStyle w:val="Heading{level}"/></w:pPr>{}</w:p>"#, run(text))
+}
+
+fn toc(entries: &[&str]) -> String {
+    let mut out = String::new();
+    for (i, e) in entries.iter().enumerate() {
+        let begin = if i == 0 {
+            r#"<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> TOC \o "1-3" \h </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r>"#
+        } else {
+            ""
+        };
+        let end = if i + 1 == entries.len() {
+            r#"<w:r><w:fldChar w:fldCharType="end"/></w:r>"#
+        } else {
+            ""
+        };
+        let (text, page) = e.split_once('|').unwrap();
+        out.push_str(&format!(
+            r#"<w:p><w:pPr><w:pStyle w:val="TOC1"/></w:pPr>{begin}{}<w:r><w:tab/></w:r>{}{end}</w:p>"#,
+            run(text),
+            run(page)
+        ));
+    }
+    out
+}
+
+#[test]
+fn fields() {
+    let body = format!(
+        "{}{}<w:p><w:bookmarkStart w:id=\"0\" w:name=\"_RefCap\"/>{}<w:bookmarkEnd w:id=\"0\"/></w:p>{}<w:p>{}{}</w:p>",
+        toc(&["Fees|1", "Liability|1"]),
+        heading(1, "Fees"),
+        run("The cap on liability is 150%."),
+        heading(1, "Liability"),
+        run("See clause "),
+        ref_field("_RefCap", "9.2"),
+    );
+    let good = Docx::body(&body).load();
+    assert_eq!(good.fields.iter().filter(|f| f.kind() == "REF").count(), 1);
+    let why = pass(json!({"type": "fields"}), &good);
+    assert!(why.contains("1 cross-references resolve"), "{why}");
+    pass(json!({"type": "fields", "toc": true}), &good);
+    pass(
+        json!({"type": "fields", "bookmark": "_RefCap", "target_text": "cap on liability"}),
+        &good,
+    );
+    fail(
+        json!({"type": "fields", "bookmark": "_RefCap", "target_text": "indemnity"}),
+        &good,
+        "without \"indemnity\"",
+    );
+    fail(json!({"type": "fields", "bookmark": "_Gone"}), &good, "no bookmark named _Gone");
+    // A reference whose bookmark was deleted, and the text Word then shows.
+    let broken = Docx::body(&format!(
+        "<w:p>{}</w:p>",
+        ref_field("_Ref404", "Error! Reference source not found.")
+    ))
+    .load();
+    fail(
+        json!({"type": "fields"}),
+        &broken,
+        "1 of 1 cross-references point at no bookmark (first: _Ref404)",
+    );
+    fail(
+        json!({"type": "fields", "references": false}),
+        &broken,
+        "Error! Reference source not found.",
+    );
+    // A stale table of contents.
+    let stale = Docx::body(&format!(
+        "{}{}{}",
+        toc(&["Fees|1", "Term|1"]),
+        heading(1, "Fees"),
+        heading(1, "Liability")
+    ))
+    .load();
+    fail(
+        json!({"type": "fields", "toc": true}),
+        &stale,
+        "entry 2 reads \"Term\", the heading \"Liability\"",
+    );
+    fail(
+        json!({"type": "fields", "toc": true}),
+        &Docx::body(&p("x")).load(),
+        "no table of contents",
+    );
+    if let Some(word) = corpus("cross_reference.docx") {
+        pass(json!({"type": "fields"}), &word);
+    }
+}
+
+/// Sections 7 and 8 with clauses; `clauses` are (numId, ilvl, inner XML).
+fn numbered(clauses: &[(u32, u32, String)], extra_numbering: &str) -> Document {
+    let mut body = np(1, 0, &run("Services"));
+    for (num, lvl, inner) in clauses {
+        body.push_str(&np(*num, *lvl, inner));
+    }
+    body.push_str(&np(1, 0, &run("Fees")));
+    body.push_str(&np(1, 1, &run("Fees are due.")));
+    Docx {
+        body,
+        numbering: Some(format!("{}{extra_numbering}", contract_numbering())),
+        ..Default::default()
+    }
+    .load()
+}
+
+#[test]
+fn numbering() {
+    // Clause 1.3 deleted whole (text and paragraph mark): Word renumbers.
+    let deleted = format!(
+        r#"<w:pPr><w:numPr><w:ilvl w:val="1"/><w:numId w:val="1"/></w:numPr><w:rPr><w:del w:id="9" w:author="A" w:date="2025-01-01T00:00:00Z"/></w:rPr></w:pPr>{}"#,
+        del(10, "A", "Third clause.")
+    );
+    let body = [
+        (1, 1, run("First.")),
+        (1, 1, run("Second.")),
+        (0, 0, String::new()),
+        (1, 1, run("Fourth.")),
+        (1, 1, run("Fifth.")),
+    ];
+    let mut clauses: Vec<(u32, u32, String)> = body.to_vec();
+    clauses[2] = (99, 99, deleted); // placeholder replaced below
+    let mut xml = np(1, 0, &run("Services"));
+    for (i, (n, l, inner)) in clauses.iter().enumerate() {
+        if i == 2 {
+            xml.push_str(&format!("<w:p>{inner}</w:p>"));
+        } else {
+            xml.push_str(&np(*n, *l, inner));
+        }
+    }
+    let renumbered =
+        Docx { body: xml, numbering: Some(contract_numbering()), ..Default::default() }.load();
+    let why = pass(json!({"type": "numbering", "section": "1"}), &renumbered);
+    assert!(why.contains("4 labels at level 2 are consecutive (1.1 … 1.4)"), "{why}");
+    // A second list that continues at 1.4 leaves a gap after 1.2.
+    let gap_list = r#"<w:abstractNum w:abstractNumId="3"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl><w:lvl w:ilvl="1"><w:start w:val="4"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1.%2"/></w:lvl></w:abstractNum><w:num w:numId="3"><w:abstractNumId w:val="3"/></w:num>"#;
+    let gap = numbered(
+        &[(1, 1, run("First.")), (1, 1, run("Second.")), (3, 1, run("Fourth."))],
+        gap_list,
+    );
+    fail(
+        json!({"type": "numbering", "section": "1"}),
+        &gap,
+        "label 1.4 skips after the previous one (numbers 2 then 4)",
+    );
+    pass(json!({"type": "numbering", "section": "2"}), &gap);
+    fail(
+        json!({"type": "numbering", "section": "9"}),
+        &gap,
+        "section 9 is not in the document's numbering",
+    );
+    pass(json!({"type": "numbering", "level": 1}), &gap);
+}
+
+fn cell(inner: &str) -> String {
+    format!("<w:tc><w:p>{inner}</w:p></w:tc>")
+}
+
+fn pricing(with_changes: bool) -> String {
+    let row_mark = |kind: &str| {
+        format!(
+            r#"<w:trPr><w:{kind} w:id="{}" w:author="A" w:date="2025-01-01T00:00:00Z"/></w:trPr>"#,
+            if kind == "ins" { 30 } else { 31 }
+        )
+    };
+    let fee = if with_changes {
+        format!("{}{}", del(20, "A", "120,000"), ins(21, "A", "132,000"))
+    } else {
+        run("132,000")
+    };
+    let mut t = format!(
+        "<w:tbl><w:tr>{}{}</w:tr><w:tr>{}{}</w:tr>",
+        cell(&run("Item")),
+        cell(&run("Fee (GBP)")),
+        cell(&run("Platform")),
+        cell(&fee)
+    );
+    if with_changes {
+        t.push_str(&format!(
+            "<w:tr>{}{}{}</w:tr>",
+            row_mark("ins"),
+            cell(&ins(22, "A", "Support")),
+            cell(&ins(23, "A", "15,000"))
+        ));
+        t.push_str(&format!(
+            "<w:tr>{}{}{}</w:tr>",
+            row_mark("del"),
+            cell(&del(24, "A", "Training")),
+            cell(&del(25, "A", "5,000"))
+        ));
+    } else {
+        t.push_str(&format!("<w:tr>{}{}</w:tr>", cell(&run("Support")), cell(&run("£15,000"))));
+    }
+    t.push_str("</w:tbl>");
+    format!("{}{t}{}", p("4. Fees"), p("after"))
+}
+
+#[test]
+fn tables() {
+    let doc = Docx::body(&pricing(true)).load();
+    let why = pass(
+        json!({"type": "table", "index": 1, "rows_inserted": {"min": 1, "max": 1}, "rows_deleted": {"min": 1}, "cells_changed": {"min": 1, "max": 1}}),
+        &doc,
+    );
+    assert!(why.contains("1 rows inserted, 1 deleted, 1 cells changed"), "{why}");
+    fail(
+        json!({"type": "table", "index": 1, "rows_deleted": {"max": 0}}),
+        &doc,
+        "1 rows deleted by A (wanted ≤ 0)",
+    );
+    fail(
+        json!({"type": "table", "index": 1, "rows_inserted": {"min": 1}, "author": "B"}),
+        &doc,
+        "0 rows inserted by B",
+    );
+    pass(
+        json!({"type": "table", "header": "fee (gbp)", "cells": {"R2C2": "132,000", "R3C1": "Support"}}),
+        &doc,
+    );
+    fail(
+        json!({"type": "table", "index": 1, "cells": {"R2C2": "120,000"}}),
+        &doc,
+        "cell R2C2 reads \"132,000\", not \"120,000\"",
+    );
+    fail(
+        json!({"type": "table", "index": 1, "cells": {"R9C1": "x"}}),
+        &doc,
+        "the table has no cell R9C1",
+    );
+    fail(
+        json!({"type": "table", "index": 2, "cells": {"R1C1": "x"}}),
+        &doc,
+        "the document has 1 tables, not 2",
+    );
+    fail(
+        json!({"type": "table", "header": "Rates", "cells": {"R1C1": "x"}}),
+        &doc,
+        "no table has a header row with \"Rates\"",
+    );
+    // Against a gold .docx: the same after accepting, exactly or as numbers.
+    let dir = std::env::temp_dir().join(format!("redjury-family-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("gold.docx"), Docx::body(&pricing(false)).bytes()).unwrap();
+    let gold = |compare: &str| json!({"type": "table", "index": 1, "gold_docx": "gold.docx", "match": compare});
+    let check = |v: Value| redjury::check::evaluate(&prepared(v, &dir), &doc, None, "A");
+    let (v, why) = check(gold("exact"));
+    assert_eq!(v, Verdict::Fail, "{why}");
+    assert!(why.contains("row 3 column 2 reads \"15,000\", the gold \"£15,000\""), "{why}");
+    let (v, why) = check(gold("numeric"));
+    assert_eq!(v, Verdict::Pass, "{why}");
+    let _ = std::fs::remove_dir_all(&dir);
+    // Parameters are validated when tasks load.
+    let e = PreparedCheck::from_json(
+        &json!({"type": "table", "index": 1, "section": "4"}),
+        Path::new("."),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("exactly one of index, section and header"), "{e}");
+    let e = PreparedCheck::from_json(
+        &json!({"type": "table", "index": 1, "cells": {"B2": "x"}}),
+        Path::new("."),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("\"B2\" is not a cell address like \"R2C3\""), "{e}");
+}
+
+#[test]
+fn patterns_search_the_stories_asked_for() {
+    let doc = Docx {
+        body: p("The Vendor shall deliver."),
+        header: Some(p("Supplier confidential")),
+        footer: Some(p("Page 1")),
+        footnotes: Some(r#"<w:footnote w:id="1"><w:p><w:r><w:t>Supplier means Lumenfold.</w:t></w:r></w:p></w:footnote>"#.into()),
+        ..Default::default()
+    }
+    .load();
+    pass(json!({"type": "not_contains", "pattern": "Supplier", "in": "accepted"}), &doc);
+    fail(
+        json!({"type": "not_contains", "pattern": "Supplier", "in": "accepted", "stories": ["all"]}),
+        &doc,
+        "accepted text in all contains \"Supplier\"",
+    );
+    fail(
+        json!({"type": "not_contains", "pattern": "Supplier", "in": "accepted", "stories": ["headers"]}),
+        &doc,
+        "in headers contains",
+    );
+    pass(
+        json!({"type": "not_contains", "pattern": "Supplier", "in": "accepted", "stories": ["body", "footers"]}),
+        &doc,
+    );
+    pass(
+        json!({"type": "contains", "pattern": "Lumenfold", "in": "accepted", "stories": ["footnotes"]}),
+        &doc,
+    );
+    let e = PreparedCheck::from_json(
+        &json!({"type": "contains", "pattern": "x", "in": "accepted", "stories": ["margins"]}),
+        Path::new("."),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("unknown variant `margins`"), "{e}");
+}
+
+fn threads(done: [&str; 3], reply_author: &str) -> Document {
+    let comment = |id: u32, author: &str, para: &str, text: &str| {
+        format!(
+            r#"<w:comment w:id="{id}" w:author="{author}"><w:p w14:paraId="{para}"><w:r><w:t>{text}</w:t></w:r></w:p></w:comment>"#
+        )
+    };
+    Docx {
+        body: format!(
+            r#"<w:p><w:commentRangeStart w:id="0"/>{}<w:commentRangeEnd w:id="0"/><w:r><w:commentReference w:id="0"/></w:r><w:commentRangeStart w:id="1"/>{}<w:commentRangeEnd w:id="1"/><w:r><w:commentReference w:id="1"/></w:r><w:r><w:commentReference w:id="2"/></w:r><w:r><w:commentReference w:id="3"/></w:r></w:p>"#,
+            run("Fees "),
+            run("Liability")
+        ),
+        comments: Some(format!(
+            "{}{}{}{}",
+            comment(0, "B", "00000001", "Why quarterly?"),
+            comment(1, "B", "00000002", "Cap too low."),
+            comment(2, reply_author, "00000003", "Cash flow."),
+            comment(3, "A", "00000004", "Agreed at 150%."),
+        )),
+        comments_extended: Some(format!(
+            r#"<w15:commentEx w15:paraId="00000001" w15:done="{}"/><w15:commentEx w15:paraId="00000002" w15:done="{}"/><w15:commentEx w15:paraId="00000003" w15:paraIdParent="00000001" w15:done="{}"/><w15:commentEx w15:paraId="00000004" w15:paraIdParent="00000002" w15:done="0"/>"#,
+            done[0], done[1], done[2]
+        )),
+        ..Default::default()
+    }
+    .load()
+}
+
+#[test]
+fn comment_threads() {
+    let doc = threads(["1", "0", "0"], "A");
+    let why = pass(json!({"type": "comment", "replied_by": "A"}), &doc);
+    assert!(why.contains("all 2 threads have a reply by A"), "{why}");
+    let lazy = threads(["1", "0", "0"], "B");
+    fail(
+        json!({"type": "comment", "replied_by": "A"}),
+        &lazy,
+        "1 of 2 threads have no reply by A (first: \"Why quarterly?\")",
+    );
+    pass(json!({"type": "comment", "replied_by": "A", "threads": "Cap"}), &lazy);
+    pass(json!({"type": "comment", "done_exactly": ["quarterly"]}), &doc);
+    fail(
+        json!({"type": "comment", "done_exactly": ["quarterly", "Cap"]}),
+        &doc,
+        "1 threads are marked done: 0 that should not be, 1 named ones still open",
+    );
+    fail(
+        json!({"type": "comment", "done_exactly": ["Liability"]}),
+        &doc,
+        "1 that should not be, 1 named ones still open",
+    );
+    fail(json!({"type": "comment", "done_exactly": ["[a-z]"]}), &doc, "names 2 threads, not one");
+    let e = PreparedCheck::from_json(&json!({"type": "comment", "threads": "x"}), Path::new("."))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("replied_by, done_exactly or both"), "{e}");
+}
+
+#[test]
+fn sections_by_name() {
+    let body = format!(
+        "{}{}{}{}",
+        np(1, 0, &run("Limitation of Liability")),
+        np(1, 1, &format!("{}{}", run("The cap is "), ins(1, "A", "150%"))),
+        np(1, 0, &run("Schedule B – Fees")),
+        np(1, 1, &run("Fees are due.")),
+    );
+    let doc = Docx { body, numbering: Some(contract_numbering()), ..Default::default() }.load();
+    pass(json!({"type": "scope", "sections": ["limitation of  liability"]}), &doc);
+    pass(
+        json!({"type": "contains", "pattern": "150", "in": "inserted", "section": "LIMITATION OF LIABILITY"}),
+        &doc,
+    );
+    fail(
+        json!({"type": "contains", "pattern": "150", "in": "inserted", "section": "Schedule B - Fees"}),
+        &doc,
+        "no match",
+    );
+    fail(
+        json!({"type": "scope", "sections": ["Governing Law"]}),
+        &doc,
+        "no section is labelled or titled \"Governing Law\"; sections include",
+    );
+}
+
+#[test]
+fn a_section_name_the_input_lacks_is_a_load_error() {
+    let dir = std::env::temp_dir().join(format!("redjury-family-load-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = format!(
+        "{}{}",
+        np(1, 0, &run("Limitation of Liability")),
+        np(1, 1, &run("The cap is 200%."))
+    );
+    std::fs::write(
+        dir.join("input.docx"),
+        Docx { body, numbering: Some(contract_numbering()), ..Default::default() }.bytes(),
+    )
+    .unwrap();
+    let task = |section: &str| {
+        json!({"task_id": "t", "scenario_id": 1, "side": "A", "level": 1, "input_group": "s1-t1-g01", "represented_party": "A", "counterparty": "B", "author": "A", "input": "input.docx",
+               "rubrics": [{"id": "r1", "criteria": "scope", "category": "Legal correctness", "weight": 5, "kind": "check", "check": {"type": "scope", "sections": [section]}}]})
+    };
+    std::fs::write(dir.join("t.json"), task("Limitation of Liability").to_string()).unwrap();
+    redjury::load_tasks(&dir).expect("a name the input has loads");
+    std::fs::write(dir.join("t.json"), task("Limitation of Liabilty").to_string()).unwrap();
+    let e = redjury::load_tasks(&dir).err().unwrap().to_string();
+    assert!(e.contains("rubric r1: no section is labelled or titled \"Limitation of Liabilty\"; sections include \"1. Limitation of Liability\""), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An .xlsx built part by part: shared and inline strings, a date cell,
+/// a duration, a merged range and a data validation.
+fn workbook(b3: &str) -> Vec<u8> {
+    let sheet = format!(
+        r#"<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c></row><row r="2"><c r="A2" t="s"><v>2</v></c><c r="B2"><v>132000</v></c></row><row r="3"><c r="A3" t="inlineStr"><is><t>Term</t></is></c><c r="B3" t="inlineStr"><is><t>{b3}</t></is></c></row><row r="4"><c r="A4" t="s"><v>3</v></c><c r="B4" s="1"><v>45688</v></c></row><row r="5"><c r="A5" t="inlineStr"><is><t>Response time</t></is></c><c r="B5" s="2"><v>1.5</v></c></row><row r="6"><c r="A6" t="inlineStr"><is><t>Territories</t></is></c><c r="B6" t="inlineStr"><is><t>UK; Ireland ; France</t></is></c></row></sheetData><mergeCells count="1"><mergeCell ref="A8:B8"/></mergeCells><dataValidations count="1"><dataValidation type="list" sqref="B3"><formula1>"12 months,24 months,36 months"</formula1></dataValidation></dataValidations></worksheet>"#
+    );
+    let strings = r#"<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>Deal point</t></si><si><t>Value</t></si><si><r><t>Annual </t></r><r><t>fee</t></r><rPh><t>ignored</t></rPh></si><si><t>Start date</t></si></sst>"#;
+    let styles = r#"<?xml version="1.0"?><styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><numFmts count="1"><numFmt numFmtId="164" formatCode="[h]:mm"/></numFmts><cellXfs count="3"><xf numFmtId="0"/><xf numFmtId="14"/><xf numFmtId="164"/></cellXfs></styleSheet>"#;
+    let rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
+    zip_files(&[
+        ("[Content_Types].xml", br#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>"#),
+        ("_rels/.rels", format!(r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/></Relationships>"#).as_bytes()),
+        ("xl/workbook.xml", br#"<?xml version="1.0"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Term sheet" sheetId="1" r:id="rId1"/><sheet name="Notes" sheetId="2" r:id="rId2"/></sheets></workbook>"#),
+        ("xl/_rels/workbook.xml.rels", format!(r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="{rel}/worksheet" Target="worksheets/sheet2.xml"/><Relationship Id="rId3" Type="{rel}/sharedStrings" Target="sharedStrings.xml"/><Relationship Id="rId4" Type="{rel}/styles" Target="styles.xml"/></Relationships>"#).as_bytes()),
+        ("xl/worksheets/sheet1.xml", sheet.as_bytes()),
+        ("xl/worksheets/sheet2.xml", br#"<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData/></worksheet>"#),
+        ("xl/sharedStrings.xml", strings.as_bytes()),
+        ("xl/styles.xml", styles.as_bytes()),
+    ])
+}
+
+fn xlsx_check(v: Value, book: &redjury::xlsx::Workbook) -> (Verdict, String) {
+    let check = prepared(v, Path::new("."));
+    redjury::check::evaluate_workbook(&[&check], book).pop().unwrap()
+}
+
+#[test]
+fn xlsx_reading_and_cells() {
+    let book = redjury::xlsx::from_bytes(workbook("24 months"), Default::default()).unwrap();
+    let s = &book.sheets[0];
+    assert_eq!(s.name, "Term sheet");
+    let text = |a: &str| s.cells[&redjury::xlsx::a1(a).unwrap()].text();
+    assert_eq!(text("A2"), "Annual fee", "rich text runs joined, phonetic guide left out");
+    assert_eq!(text("B2"), "132000");
+    assert_eq!(text("B4"), "2025-01-31", "a date format makes the serial a date");
+    assert_eq!(text("B5"), "36:00", "[h]:mm makes it a duration");
+    assert_eq!((s.merged.clone(), s.validations), (vec!["A8:B8".to_string()], 1));
+    let key = json!({"type": "xlsx_cells", "cells": {"B2": 132000, "B3": "24 MONTHS", "B4": "2025-01-31", "B5": "36:00"}});
+    let (v, why) = xlsx_check(key.clone(), &book);
+    assert_eq!(v, Verdict::Pass, "{why}");
+    assert!(why.contains("4 of 4 cells match the key"), "{why}");
+    let wrong = redjury::xlsx::from_bytes(workbook("36 months"), Default::default()).unwrap();
+    let (v, why) = xlsx_check(key, &wrong);
+    assert_eq!(v, Verdict::Fail);
+    assert!(why.contains("3 of 4 cells match the key (need 1); first: B3 reads \"36 months\", the key \"24 MONTHS\""), "{why}");
+    let (v, _) = xlsx_check(
+        json!({"type": "xlsx_cells", "cells": {"B2": 132000, "B3": "24 months"}, "min_correct": 0.5}),
+        &wrong,
+    );
+    assert_eq!(v, Verdict::Pass, "partial credit threshold");
+    let (v, why) = xlsx_check(
+        json!({"type": "xlsx_cells", "cells": {"B3": "24 months"}, "match": "exact"}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Pass, "{why}");
+    let (v, _) = xlsx_check(
+        json!({"type": "xlsx_cells", "cells": {"B3": "24 MONTHS"}, "match": "exact"}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Fail, "exact keeps case");
+    let (v, why) = xlsx_check(
+        json!({"type": "xlsx_cells", "cells": {"B2": "132,000.004"}, "match": "numeric", "tolerance": 0.01}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Pass, "{why}");
+    let (v, _) = xlsx_check(
+        json!({"type": "xlsx_cells", "cells": {"B2": "132,001"}, "match": "numeric"}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Fail);
+    let (v, why) = xlsx_check(
+        json!({"type": "xlsx_cells", "cells": {"B6": "france;UK;Ireland"}, "separator": ";"}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Pass, "{why}");
+    let (v, why) = xlsx_check(
+        json!({"type": "xlsx_cells", "rows": {"range": "A2:B6", "expected": [["Annual fee", 132000], ["Term", "24 months"], ["Renewal", "auto"]], "min_recall": 0.6}}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Pass, "{why}");
+    assert!(why.contains("2 of 3 expected rows found in A2:B6"), "{why}");
+    let (v, why) = xlsx_check(
+        json!({"type": "xlsx_cells", "rows": {"range": "A2:B6", "expected": [["Renewal", "auto"]]}}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Fail, "{why}");
+    let template = json!({"type": "xlsx_cells", "template": {"sheets": ["Term sheet", "Notes"], "header": ["Deal point", "Value"], "data_validation": true}});
+    assert_eq!(xlsx_check(template, &book).0, Verdict::Pass);
+    let (v, why) =
+        xlsx_check(json!({"type": "xlsx_cells", "template": {"sheets": ["Checklist"]}}), &book);
+    assert_eq!(v, Verdict::Fail);
+    assert!(why.contains("the template's sheet \"Checklist\" is missing"), "{why}");
+    let (v, why) = xlsx_check(
+        json!({"type": "xlsx_cells", "template": {"header": ["Deal point", "Amount"]}}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Fail);
+    assert!(
+        why.contains("header row 1 column 2 reads \"Value\", the template \"Amount\""),
+        "{why}"
+    );
+    // A .docx check on a spreadsheet, and the reverse, say so.
+    let (v, why) = xlsx_check(json!({"type": "author", "authors": ["A"]}), &book);
+    assert_eq!(
+        (v, why.as_str()),
+        (Verdict::Fail, "this check reads a .docx, and the output is a spreadsheet")
+    );
+    fail(
+        json!({"type": "xlsx_cells", "cells": {"A1": "x"}}),
+        &Docx::body(&p("x")).load(),
+        "the output is a .docx",
+    );
+}
+
+#[test]
+fn hostile_spreadsheets_are_refused_like_hostile_documents() {
+    let dtd = zip_files(&[
+        ("_rels/.rels", br#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>"#),
+        ("xl/workbook.xml", br#"<?xml version="1.0"?><!DOCTYPE w [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheets/></workbook>"#),
+    ]);
+    let e = redjury::xlsx::from_bytes(dtd, Default::default()).err().unwrap().to_string();
+    assert!(e.contains("declares a DTD"), "{e}");
+    let e = redjury::xlsx::from_bytes(workbook("&bomb;"), Default::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("undeclared entity &bomb;"), "{e}");
+    // 80 MB of zeros in one sheet part: above the per-part limit and ratio.
+    let zeros = vec![b' '; 80 << 20];
+    let bomb = zip_files(&[("xl/workbook.xml", &zeros)]);
+    assert!(bomb.len() < 1 << 20, "a small file");
+    let e = redjury::xlsx::from_bytes(bomb, Default::default()).err().unwrap().to_string();
+    assert!(e.contains("larger than") || e.contains("inflates"), "{e}");
+    assert!(e.contains(".xlsx") || !e.contains(".docx"), "speaks of spreadsheets: {e}");
+    let e = redjury::xlsx::from_bytes(b"not a zip".to_vec(), Default::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(!e.is_empty());
+}
+
+/// Spreadsheets LibreOffice Calc made (tests/fixtures/xlsx; see its README).
+#[test]
+fn spreadsheets_made_by_libreoffice_calc() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/xlsx");
+    let book = redjury::xlsx::load(&dir.join("term-sheet-calc.xlsx")).unwrap();
+    let s = &book.sheets[0];
+    let text =
+        |a: &str| s.cells.get(&redjury::xlsx::a1(a).unwrap()).map(|c| c.text()).unwrap_or_default();
+    assert_eq!(s.name, "Term sheet");
+    assert_eq!(text("A1"), "Deal point");
+    assert_eq!(text("B2"), "132000");
+    assert_eq!(text("B4"), "2025-01-31", "Calc's date format");
+    assert_eq!(text("B5"), "36:00", "Calc's [HH]:MM duration");
+    assert_eq!(text("B6"), "UK; Ireland; France");
+    assert!(s.merged.contains(&"A8:B8".to_string()), "{:?}", s.merged);
+    assert_eq!(book.sheets[1].name, "Notes");
+}
