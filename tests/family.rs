@@ -540,7 +540,7 @@ fn xlsx_reading_and_cells() {
     let wrong = redjury::xlsx::from_bytes(workbook("36 months"), Default::default()).unwrap();
     let (v, why) = xlsx_check(key, &wrong);
     assert_eq!(v, Verdict::Fail);
-    assert!(why.contains("3 of 4 cells match the key (need 1); first: B3 reads \"36 months\", the key \"24 MONTHS\""), "{why}");
+    assert!(why.contains("3 of 4 cells match the key (need 4); first: B3 reads \"36 months\", the key \"24 MONTHS\""), "{why}");
     let (v, _) = xlsx_check(
         json!({"type": "xlsx_cells", "cells": {"B2": 132000, "B3": "24 months"}, "min_correct": 0.5}),
         &wrong,
@@ -566,6 +566,17 @@ fn xlsx_reading_and_cells() {
         &book,
     );
     assert_eq!(v, Verdict::Fail);
+    let (v, why) = xlsx_check(
+        json!({"type": "xlsx_cells", "cells": {"B4": "31 January 2025", "A4": "31/01/2025"}, "match": "date", "min_correct": 0.5}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Pass, "a date cell against a written date: {why}");
+    let (v, why) = xlsx_check(
+        json!({"type": "xlsx_cells", "cells": {"B4": "1 February 2025"}, "match": "date"}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Fail);
+    assert!(why.contains("B4 reads \"2025-01-31\", the key \"1 February 2025\""), "{why}");
     let (v, why) = xlsx_check(
         json!({"type": "xlsx_cells", "cells": {"B6": "france;UK;Ireland"}, "separator": ";"}),
         &book,

@@ -47,6 +47,10 @@ fn matches(cell: Option<&Cell>, want: &Value, spec: &XlsxSpec) -> bool {
     match spec.compare {
         XlsxMatch::Exact => super::table::cells_match(&got, &want_text, CellMatch::Exact),
         XlsxMatch::Normalized => super::table::cells_match(&got, &want_text, CellMatch::Normalized),
+        XlsxMatch::Date => match (calendar_day(&got), calendar_day(&want_text)) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        },
         XlsxMatch::Numeric => {
             let number = |c: Option<&Cell>, s: &str| match c {
                 Some(Cell::Number(n)) => Some(*n),
@@ -61,6 +65,62 @@ fn matches(cell: Option<&Cell>, want: &Value, spec: &XlsxSpec) -> bool {
                 _ => super::table::cells_match(&got, &want_text, CellMatch::Normalized),
             }
         }
+    }
+}
+
+/// A written date as (year, month, day), or None when it is not one or
+/// could be two ("03/04/2025"). Times after the date are ignored.
+fn calendar_day(text: &str) -> Option<(i32, u32, u32)> {
+    const MONTHS: [&str; 12] =
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    let month_named = |w: &str| {
+        let w = w.trim_end_matches('.').to_lowercase();
+        (w.len() >= 3).then_some(())?;
+        MONTHS.iter().position(|m| w.starts_with(m)).map(|i| i as u32 + 1)
+    };
+    let valid = |y: i32, m: u32, d: u32| {
+        let days = [
+            31,
+            if y % 4 == 0 && (y % 100 != 0 || y % 400 == 0) { 29 } else { 28 },
+            31,
+            30,
+            31,
+            30,
+            31,
+            31,
+            30,
+            31,
+            30,
+            31,
+        ];
+        ((1..=12).contains(&m) && d >= 1 && d <= days[m as usize - 1]).then_some((y, m, d))
+    };
+    let date = text.trim().split(['T', ' ']).next().unwrap_or_default();
+    let parts: Vec<&str> = date.split(['-', '/', '.']).collect();
+    if let [a, b, c] = parts[..] {
+        let n = |s: &str| s.parse::<u32>().ok();
+        let (a, b, c) = (n(a)?, n(b)?, n(c)?);
+        if a > 999 {
+            return valid(a as i32, b, c);
+        }
+        let year = c as i32;
+        return match (valid(year, b, a), valid(year, a, b)) {
+            (Some(x), Some(y)) if x != y => None,
+            (Some(x), _) | (None, Some(x)) => Some(x),
+            (None, None) => None,
+        };
+    }
+    let words: Vec<&str> =
+        text.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
+    let day = |w: &str| w.trim_end_matches(|c: char| c.is_ascii_alphabetic()).parse::<u32>().ok();
+    match words[..] {
+        [d, m, y, ..] if day(d).is_some() && month_named(m).is_some() => {
+            valid(y.parse().ok()?, month_named(m)?, day(d)?)
+        }
+        [m, d, y, ..] if month_named(m).is_some() => {
+            valid(y.parse().ok()?, month_named(m)?, day(d)?)
+        }
+        _ => None,
     }
 }
 
@@ -107,10 +167,11 @@ pub(super) fn evaluate(book: &Workbook, spec: &XlsxSpec) -> Outcome {
         let need = spec.min_correct.unwrap_or(1.0);
         if share + 1e-12 < need {
             let (a, got, want) = &wrong[0];
+            let needed = (need * n as f64 - 1e-9).ceil() as usize;
             return verdict(
                 false,
                 format!(
-                    "{right} of {n} cells match the key (need {need}); first: {a} reads {}, the key {}",
+                    "{right} of {n} cells match the key (need {needed}); first: {a} reads {}, the key {}",
                     preview(got),
                     preview(want)
                 ),
@@ -187,5 +248,34 @@ fn template(book: &Workbook, sheet_name: Option<&str>, t: &TemplateSpec) -> Resu
         }
         Some(false) if s.validations > 0 => Err(format!("sheet {:?} has data validation", s.name)),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::calendar_day;
+
+    #[test]
+    fn dates_are_read_however_written_but_never_guessed() {
+        let jan31 = Some((2025, 1, 31));
+        for written in [
+            "2025-01-31",
+            "2025-01-31T00:00:00",
+            "31 January 2025",
+            "31st Jan. 2025",
+            "January 31, 2025",
+            "Jan 31 2025",
+            "31/01/2025",
+            "01/31/2025",
+            "31.01.2025",
+        ] {
+            assert_eq!(calendar_day(written), jan31, "{written}");
+        }
+        assert_eq!(calendar_day("03/04/2025"), None, "day-month order unknown");
+        assert_eq!(calendar_day("04/04/2025"), Some((2025, 4, 4)), "both orders agree");
+        assert_eq!(calendar_day("2025-02-29"), None);
+        assert_eq!(calendar_day("2024-02-29"), Some((2024, 2, 29)));
+        assert_eq!(calendar_day("36 months"), None);
+        assert_eq!(calendar_day("Mayday 2025"), None);
     }
 }

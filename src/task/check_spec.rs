@@ -153,6 +153,10 @@ pub enum XlsxMatch {
     Normalized,
     /// Numbers equal within `tolerance` (text compared as `normalized`).
     Numeric,
+    /// The same calendar day, however written: a date cell, ISO
+    /// ("2025-01-31"), "31 January 2025", "Jan 31, 2025", or a numeric
+    /// "31/01/2025" when only one day-month order makes it a date.
+    Date,
 }
 
 /// The parameters of the `xlsx_cells` check.
