@@ -168,6 +168,48 @@ fn fields() {
     }
 }
 
+/// Clause 7.4 deleted with tracking on: 7.5 becomes 7.4, and a `REF \r`
+/// to it must show the new number (updated as a tracked change or not).
+#[test]
+fn a_clause_number_reference_follows_a_deletion() {
+    let target = r#"<w:bookmarkStart w:id="0" w:name="_RefStock"/><w:r><w:t>Keep stock.</w:t></w:r><w:bookmarkEnd w:id="0"/>"#;
+    let reference = |shown: &str| {
+        format!(
+            r#"<w:r><w:t xml:space="preserve">Breach of clause </w:t></w:r><w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> REF _RefStock \r \h </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/></w:r>{shown}<w:r><w:fldChar w:fldCharType="end"/></w:r>"#
+        )
+    };
+    let doc = |deleted: bool, shown: &str| {
+        let gone = if deleted {
+            r#"<w:p><w:pPr><w:numPr><w:ilvl w:val="1"/><w:numId w:val="1"/></w:numPr><w:rPr><w:del w:id="9" w:author="A"/></w:rPr></w:pPr><w:del w:id="8" w:author="A"><w:r><w:delText>No competing products.</w:delText></w:r></w:del></w:p>"#.to_string()
+        } else {
+            np(1, 1, &run("No competing products."))
+        };
+        let body = format!(
+            "{}{}{}{}{}{}",
+            np(1, 0, &run("Obligations")),
+            np(1, 1, &run("Sell.")),
+            gone,
+            np(1, 1, target),
+            np(1, 0, &run("Termination")),
+            np(1, 1, &reference(shown)),
+        );
+        Docx { body, numbering: Some(contract_numbering()), ..Default::default() }.load()
+    };
+    let before = doc(false, &run("1.3"));
+    pass(json!({"type": "fields"}), &before);
+    let tracked_update = r#"<w:del w:id="5" w:author="A"><w:r><w:delText>1.3</w:delText></w:r></w:del><w:ins w:id="6" w:author="A"><w:r><w:t>1.2</w:t></w:r></w:ins>"#;
+    let updated = doc(true, tracked_update);
+    assert_eq!(updated.fields[0].result, "1.2", "the result once changes are accepted");
+    pass(json!({"type": "fields"}), &updated);
+    pass(json!({"type": "fields"}), &doc(true, &run("1.2")));
+    fail(
+        json!({"type": "fields"}),
+        &doc(true, &run("1.3")),
+        "the cross-reference to _RefStock shows \"1.3\", but its target is now numbered 1.2",
+    );
+    pass(json!({"type": "fields", "references": false}), &doc(true, &run("1.3")));
+}
+
 /// Sections 7 and 8 with clauses; `clauses` are (numId, ilvl, inner XML).
 fn numbered(clauses: &[(u32, u32, String)], extra_numbering: &str) -> Document {
     let mut body = np(1, 0, &run("Services"));

@@ -35,6 +35,9 @@ pub(super) fn evaluate(facts: &Facts<'_>, spec: &FieldsSpec) -> Outcome {
                 ),
             );
         }
+        if let Some(why) = live.iter().find_map(|f| stale_number(facts, f)) {
+            return verdict(false, why);
+        }
     }
     if spec.resolved_text {
         let accepted = facts.sections.accepted_text(None);
@@ -66,15 +69,53 @@ pub(super) fn evaluate(facts: &Facts<'_>, spec: &FieldsSpec) -> Outcome {
     verdict(true, format!("{refs} cross-references resolve; no unresolved-reference text"))
 }
 
+/// The body paragraph (index into `facts.sections.paragraphs`) a bookmark
+/// starts in.
+fn bookmarked_paragraph(facts: &Facts<'_>, name: &str) -> Option<usize> {
+    let b = facts.doc.bookmarks.iter().find(|b| b.name == name)?;
+    let bi = b.body_index?;
+    facts.sections.paragraphs.iter().position(|(p, _)| p.body_index == Some(bi))
+}
+
+/// Why a REF field that shows its target's clause number (`\r`, `\n`,
+/// `\w`) shows the wrong one — the target deleted, or renumbered by a
+/// deletion before it while the field kept the old number.
+fn stale_number(facts: &Facts<'_>, f: &Field) -> Option<String> {
+    let numbered = f.kind() == "REF"
+        && f.instruction
+            .split_whitespace()
+            .any(|w| matches!(w.to_ascii_lowercase().as_str(), "\\r" | "\\n" | "\\w"));
+    let name = f.target().filter(|_| numbered)?;
+    let (p, _) = facts.sections.paragraphs.get(bookmarked_paragraph(facts, name)?)?;
+    if !p.present(State::Accepted) {
+        return Some(format!(
+            "the cross-reference to {name} points at a deleted paragraph (shown as {:?})",
+            f.result
+        ));
+    }
+    let label = p.label_in(State::Accepted)?;
+    let key = |s: &str| s.trim().trim_end_matches(['.', ':']).to_lowercase();
+    let (shown, want) = (key(&f.result), key(label));
+    // "\w" gives the full context ("7.4(b)") where the label is "(b)".
+    let ends = |long: &str, short: &str| {
+        long.strip_suffix(short).is_some_and(|head| !head.ends_with(|c: char| c.is_alphanumeric()))
+    };
+    (!(shown == want || ends(&shown, &want) || ends(&want, &shown))).then(|| {
+        format!(
+            "the cross-reference to {name} shows {:?}, but its target is now numbered {label}",
+            f.result.trim()
+        )
+    })
+}
+
 /// The named bookmark exists and lies where the check says.
 fn bookmark(facts: &Facts<'_>, name: &str, spec: &FieldsSpec) -> Result<(), String> {
-    let Some(b) = facts.doc.bookmarks.iter().find(|b| b.name == name) else {
+    if !facts.doc.bookmarks.iter().any(|b| b.name == name) {
         return Err(format!("no bookmark named {name}"));
+    }
+    let Some(i) = bookmarked_paragraph(facts, name) else {
+        return Err(format!("bookmark {name} is not in a body paragraph"));
     };
-    let index = b.body_index.and_then(|bi| {
-        facts.sections.paragraphs.iter().position(|(p, _)| p.body_index == Some(bi))
-    });
-    let Some(i) = index else { return Err(format!("bookmark {name} is not in a body paragraph")) };
     if let Some(s) = &spec.target_section {
         let label = facts.sections.resolve(s)?;
         if !facts.sections.in_section(i, &label) {

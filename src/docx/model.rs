@@ -147,7 +147,8 @@ pub struct Provenance {
 pub struct Field {
     /// The field code, whitespace-trimmed ("REF _Ref123 \\h").
     pub instruction: String,
-    /// The result text shown; paragraphs (a TOC's entries) separated by "\n".
+    /// The result text shown with every change accepted; paragraphs (a
+    /// TOC's entries) separated by "\n".
     pub result: String,
     /// Whether the field code is tracked as deleted (`w:delInstrText`).
     pub deleted: bool,

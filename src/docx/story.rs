@@ -907,12 +907,16 @@ impl<'c, 'x> Parser<'c, 'x> {
         if text.is_empty() || self.hidden_by_field() {
             return;
         }
+        let (inserted, deleted) = self.wrapper_state();
+        // A result is what the field shows once changes are accepted: an
+        // update made with tracking on deletes the old number and inserts
+        // the new one (a deleted field keeps its text).
         if let (Some(FieldPhase::Result), Some(f)) =
             (self.fields.last(), self.open_fields.last_mut())
+            && (deleted.is_none() || f.deleted)
         {
             f.result.push_str(text);
         }
-        let (inserted, deleted) = self.wrapper_state();
         let format = self.run_format;
         let Some(b) = self.para_mut() else { return };
         if let Some(Inline::Text(last)) = b.p.inlines.last_mut()
