@@ -253,7 +253,7 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
     assert!(flagged("null").is_empty() && flagged("repeat=2").is_empty(), "{}", c["probes"]);
     assert_eq!(c["probes"]["null"]["rates"]["perfect"]["moved"], 0, "no PASS on an unedited input");
     let gold_rewards = c["probes"]["gold"]["rewards"].as_object().unwrap();
-    assert_eq!(gold_rewards.len(), 11);
+    assert_eq!(gold_rewards.len(), 15, "one per task");
     assert!(c["probes"]["view"]["views"]["reference"]["perfect"]["kappa"].as_f64() == Some(1.0));
     // The perfect judge's panel ranks first; the follower's, with the same κ
     // on the set, comes after it because a probe flagged it.
@@ -280,7 +280,7 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
     .await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        text.contains("## Panel calibration") && text.contains("| perfect | 315 | 1.000"),
+        text.contains("## Panel calibration") && text.contains("| perfect | 336 | 1.000"),
         "{text}"
     );
 

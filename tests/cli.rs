@@ -54,7 +54,7 @@ async fn a_local_server_needs_no_key_variable() {
     )
     .await;
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(server.requests().len(), 9, "called without any key variable");
+    assert_eq!(server.requests().len(), 13, "called without any key variable");
     assert!(server.requests().iter().all(|r| r.header("authorization").is_none()));
     assert_eq!(summary(&dir.join("run"))["dry_run"], false);
     let _ = std::fs::remove_dir_all(&dir);
@@ -87,12 +87,12 @@ async fn an_incomplete_run_says_so_and_why() {
     assert_eq!(code, 3, "{out}{err}");
     assert!(
         out.contains(
-            "10 results: 2 scored, 0 gate-failed, 8 incomplete, 0 pending; 1 task without an output"
+            "14 results: 2 scored, 0 gate-failed, 12 incomplete, 0 pending; 1 task without an output"
         ),
         "{out}"
     );
-    assert!(out.contains("over 2 of 10 results; the rest have no reward yet"), "{out}");
-    assert!(out.contains("incomplete: 8 rows — quorum not met"), "{out}");
+    assert!(out.contains("over 2 of 14 results; the rest have no reward yet"), "{out}");
+    assert!(out.contains("incomplete: 12 rows — quorum not met"), "{out}");
     assert!(
         out.contains("not used: ")
             && out.contains("redline-s2-t1-g01b.doc: a legacy Word 97-2003 .doc"),
@@ -102,12 +102,12 @@ async fn an_incomplete_run_says_so_and_why() {
     let first = md.lines().nth(2).unwrap_or("");
     assert!(
         first.starts_with(
-            "> **Headline over 2 of 10 results.** 8 incomplete, 1 task(s) without an output, 1 output(s) that could not be used"
+            "> **Headline over 2 of 14 results.** 12 incomplete, 1 task(s) without an output, 1 output(s) that could not be used"
         ),
         "{md}"
     );
     assert!(md.contains("#### Incomplete (no reward; never counted as 0)"), "{md}");
-    assert!(md.contains("- 8 rows — quorum not met — claude: judge stopped: judge 'claude' (anthropic): HTTP 401: bad key; gpt: judge stopped: judge 'gpt' (openai): HTTP 401: bad key\n  redline-s1-t1-g01a, "), "{md}");
+    assert!(md.contains("- 12 rows — quorum not met — claude: judge stopped: judge 'claude' (anthropic): HTTP 401: bad key; gpt: judge stopped: judge 'gpt' (openai): HTTP 401: bad key\n  redline-s1-t1-g01a, "), "{md}");
     assert!(md.contains("**claude was stopped during the run:**"), "{md}");
     assert!(md.contains("#### Output files that could not be used (1)"), "{md}");
     let s = summary(&dir.join("run"));
@@ -298,8 +298,8 @@ async fn two_processes_sharing_a_cache_send_each_call_once() {
     assert_eq!((ca, cb), (0, 0), "{oa}{ea}{ob}{eb}");
     assert_eq!(
         judges.counts(),
-        [9, 9, 9],
-        "9 calls per judge, each sent once between the two processes"
+        [13, 13, 13],
+        "13 calls per judge, each sent once between the two processes"
     );
     assert_eq!(results(&dir.join("a")), results(&dir.join("b")));
     let _ = std::fs::remove_dir_all(&dir);

@@ -45,13 +45,44 @@ fn every_example_file_renders_in_every_view() {
     }
 }
 
+/// The term sheets of scenario s4 (made by LibreOffice Calc) load, and the
+/// judges' view shows every sheet as a table.
+#[test]
+fn every_example_workbook_loads_and_renders() {
+    let mut seen = 0;
+    for folder in ["gold/redlines", "scenarios/outputs/strong", "scenarios/outputs/weak"] {
+        for entry in std::fs::read_dir(root().join(folder)).unwrap().flatten() {
+            if entry.path().extension().is_none_or(|e| e != "xlsx") {
+                continue;
+            }
+            let book = redjury::xlsx::load(&entry.path()).unwrap();
+            let view = redjury::xlsx::markdown(&book, "t");
+            assert!(view.contains("## Sheet: Products\n"), "{view}");
+            assert!(view.contains("| HX-100 |"), "{view}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 3, "gold, strong and weak term sheets");
+    let template = redjury::xlsx::load(
+        &root()
+            .join("scenarios/s4-distribution-agreement/inputs/s4-t4-g01-term-sheet-template.xlsx"),
+    )
+    .unwrap();
+    assert_eq!(template.sheets[0].validations, 1, "the Term drop-down survives Calc's export");
+}
+
 #[test]
 fn the_gate_on_every_sample_output() {
     let tasks = redjury::task::load_tasks(&root().join("rubrics")).expect("tasks");
     for task in &tasks {
         for folder in ["gold/redlines", "scenarios/outputs/strong", "scenarios/outputs/weak"] {
             let path = root().join(folder).join(format!("{}.docx", task.name));
-            let r = check_against(&docx::load(&path), &task.author, task.input_doc.as_deref());
+            let xlsx = path.with_extension("xlsx");
+            let r = if xlsx.exists() {
+                redjury::check::gate::check_workbook(&redjury::xlsx::load(&xlsx))
+            } else {
+                check_against(&docx::load(&path), &task.author, task.input_doc.as_deref())
+            };
             assert!(r.passed, "{folder}/{}: {}", task.name, r.reason);
         }
         let failing =
@@ -67,4 +98,21 @@ fn the_gate_on_every_sample_output() {
             );
         }
     }
+}
+
+/// Scenarios 1–3 follow the reference schema to the letter; scenario 4
+/// (checks the reference has no counterpart for) breaks only its
+/// scenario_id rule, which the loader reports once for all four tasks.
+#[test]
+fn only_scenario_4_breaks_a_reference_rule() {
+    let tasks = redjury::task::load_tasks(&root().join("rubrics")).expect("tasks");
+    for task in &tasks {
+        let want: Vec<&str> = if task.scenario == "4" {
+            vec!["scenario_id must be the integer 1, 2 or 3 in the reference schema"]
+        } else {
+            vec![]
+        };
+        assert_eq!(task.reference_breaks, want, "{}", task.name);
+    }
+    assert_eq!(tasks.iter().filter(|t| t.scenario == "4").count(), 4);
 }

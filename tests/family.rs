@@ -402,7 +402,7 @@ fn patterns_search_the_stories_asked_for() {
     fail(
         json!({"type": "not_contains", "pattern": "Supplier", "in": "accepted", "stories": ["all"]}),
         &doc,
-        "accepted text in all contains \"Supplier\"",
+        "accepted text in all stories contains \"Supplier\" (in the headers: \"Supplier confidential\")",
     );
     fail(
         json!({"type": "not_contains", "pattern": "Supplier", "in": "accepted", "stories": ["headers"]}),
@@ -508,6 +508,28 @@ fn sections_by_name() {
         json!({"type": "scope", "sections": ["Governing Law"]}),
         &doc,
         "no section is labelled or titled \"Governing Law\"; sections include",
+    );
+    // One-word titles are titles; labels are labels.
+    let one_word = format!(
+        "{}{}",
+        np(1, 0, &run("Termination")),
+        np(1, 1, &format!("{}{}", run("Either party "), ins(2, "A", "may")))
+    );
+    let doc =
+        Docx { body: one_word, numbering: Some(contract_numbering()), ..Default::default() }.load();
+    pass(
+        json!({"type": "contains", "pattern": "may", "in": "inserted", "section": "termination"}),
+        &doc,
+    );
+    fail(
+        json!({"type": "scope", "sections": ["7.3"]}),
+        &doc,
+        "section 7.3 is not in the document's numbering",
+    );
+    fail(
+        json!({"type": "scope", "sections": ["Term"]}),
+        &doc,
+        "no section is labelled or titled \"Term\"",
     );
 }
 

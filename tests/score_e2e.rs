@@ -23,15 +23,16 @@ async fn score_rerun_rejudge_report() {
 
     let (code, out, err) = redjury(score_args("gold/redlines", &panel, &run1, &cache), true).await;
     assert_eq!(code, 0, "{out}{err}");
-    // 11 tasks: 8 judged only, s3-t1 and s3-t2 checks only, s3-t3 mixed.
-    assert_eq!(judges.counts(), [9, 9, 9], "one call per task with judge items, per judge");
+    // 15 tasks: 8 judged only, s3-t1 and s3-t2 checks only, s3-t3 and the
+    // four s4 tasks (one with a spreadsheet output) mixed.
+    assert_eq!(judges.counts(), [13, 13, 13], "one call per task with judge items, per judge");
     let s = summary(&run1);
-    assert_eq!(s["counts"]["scored"], 11);
+    assert_eq!(s["counts"]["scored"], 15);
     let headline = s["turn_weighted"].as_f64().expect("headline");
     assert!(headline >= 0.9, "gold redlines judged with gold verdicts score high: {headline}");
     assert_eq!(
         std::fs::read_to_string(run1.join("rewards.jsonl")).expect("rewards").lines().count(),
-        11
+        15
     );
     let rows = results(&run1);
     let first = &rows[0];
@@ -50,9 +51,9 @@ async fn score_rerun_rejudge_report() {
     let run2 = dir.join("run2");
     let (code, out, err) = redjury(score_args("gold/redlines", &panel, &run2, &cache), true).await;
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(judges.counts(), [9, 9, 9], "no call on the rerun");
+    assert_eq!(judges.counts(), [13, 13, 13], "no call on the rerun");
     assert_eq!(results(&run2), rows, "same results");
-    assert_eq!(summary(&run2)["judges"]["gpt"]["cache_hits"], 9);
+    assert_eq!(summary(&run2)["judges"]["gpt"]["cache_hits"], 13);
 
     // Rejudge from the stored prompts with the Gemini judge's model changed:
     // only its calls go out.
@@ -75,8 +76,8 @@ async fn score_rerun_rejudge_report() {
     .collect();
     let (code, out, err) = redjury(args, true).await;
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(judges.counts(), [9, 9, 18], "only the changed judge is called");
-    assert_eq!(summary(&run3)["counts"]["scored"], 11);
+    assert_eq!(judges.counts(), [13, 13, 26], "only the changed judge is called");
+    assert_eq!(summary(&run3)["counts"]["scored"], 15);
     assert!(run3.join("views/redline-s1-t2-g01a.md").is_file(), "views carried over");
 
     // Report with a paired comparison and judge agreement.
@@ -93,7 +94,7 @@ async fn score_rerun_rejudge_report() {
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("# Paired comparison")
-            && out.contains("11 task × trial rows scored in both runs"),
+            && out.contains("15 task × trial rows scored in both runs"),
         "{out}"
     );
     assert!(out.contains("| turn-weighted |") && out.contains("+0.0000"), "{out}");
@@ -124,8 +125,8 @@ async fn the_rubrics_discriminate_and_gate_failures_count_as_zero() {
     assert_eq!(judges.counts(), before, "gate failures are not judged");
     let s = summary(&run);
     assert_eq!(s["counts"]["gate_failed"], 3);
-    assert_eq!(s["counts"]["missing_outputs"], 8);
-    assert_eq!(s["missing"].as_array().map(|a| a.len()), Some(8));
+    assert_eq!(s["counts"]["missing_outputs"], 12);
+    assert_eq!(s["missing"].as_array().map(|a| a.len()), Some(12));
     assert_eq!(s["turn_weighted"], 0.0);
     for row in results(&run) {
         assert_eq!(row["status"], "gate_failed");
@@ -159,10 +160,10 @@ async fn judges_without_keys_leave_tasks_incomplete_or_pending_never_zero() {
     // The two tasks made only of checks are scored offline; the rest wait.
     assert_eq!(
         (s["counts"]["pending"].as_u64(), s["counts"]["scored"].as_u64()),
-        (Some(9), Some(2))
+        (Some(13), Some(2))
     );
     assert_eq!(s["dry_run"], true);
-    assert!(s["judges"]["gpt"]["estimate"]["calls"].as_u64() == Some(9));
+    assert!(s["judges"]["gpt"]["estimate"]["calls"].as_u64() == Some(13));
     let rewards = std::fs::read_to_string(run.join("rewards.jsonl")).expect("rewards");
     assert_eq!(rewards.lines().count(), 2, "rewards only for the rows scored offline: {rewards}");
     assert!(
@@ -171,7 +172,7 @@ async fn judges_without_keys_leave_tasks_incomplete_or_pending_never_zero() {
     );
     assert_eq!(
         std::fs::read_to_string(run.join("prompts.jsonl")).expect("prompts").lines().count(),
-        9,
+        13,
         "prompts stored"
     );
 
@@ -189,7 +190,7 @@ async fn judges_without_keys_leave_tasks_incomplete_or_pending_never_zero() {
         redjury(score_args("gold/redlines", &panel, &run, &dir.join("cache2.sqlite")), true).await;
     assert_eq!(code, 3, "{out}{err}");
     let s = summary(&run);
-    assert_eq!(s["counts"]["incomplete"], 9);
+    assert_eq!(s["counts"]["incomplete"], 13);
     assert_eq!(s["counts"]["scored"], 2, "the check-only tasks need no judge");
     let row = &results(&run)[0];
     assert!(row["reward"].is_null());
@@ -244,7 +245,7 @@ async fn a_killed_run_loses_no_answer_and_resumes_from_the_cache() {
     child.kill().expect("kill -9");
     let _ = child.wait();
     let sent_before = server.requests().len();
-    assert!((4..9).contains(&sent_before), "killed mid-run after {sent_before} calls");
+    assert!((4..13).contains(&sent_before), "killed mid-run after {sent_before} calls");
     let stored =
         redjury::cache::Cache::open(&cache).expect("cache").response_count().expect("count");
     assert!(stored >= 3, "every answer received before the kill is in the cache: {stored}");
@@ -253,10 +254,10 @@ async fn a_killed_run_loses_no_answer_and_resumes_from_the_cache() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(
         server.requests().len() - sent_before,
-        9 - stored as usize,
+        13 - stored as usize,
         "the rerun asks only for what is missing"
     );
-    assert_eq!(summary(&dir.join("run"))["counts"]["scored"], 11);
+    assert_eq!(summary(&dir.join("run"))["counts"]["scored"], 15);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -286,7 +287,7 @@ async fn identical_trials_share_one_paid_call_and_clashing_trials_are_refused() 
     let s = summary(&run);
     assert_eq!(s["counts"]["scored"], 3);
     assert_eq!(s["best_at_k"]["k"], 3);
-    assert_eq!(s["counts"]["missing_outputs"], 10);
+    assert_eq!(s["counts"]["missing_outputs"], 14);
     // <task>/contract.docx and <task>/1/contract.docx are both trial 1.
     let t = outputs.join("redline-s1-t2-g01a");
     std::fs::create_dir_all(t.join("1")).expect("mkdir");

@@ -53,33 +53,31 @@ async fn progress_counts_judge_calls_only_and_says_which_came_from_the_cache() {
         tasks
             .iter()
             .map(|t| {
-                (
-                    t.clone(),
-                    OutputSource::Path(
-                        root().join(format!("scenarios/outputs/strong/{}.docx", t.name)),
-                    ),
-                    "1".to_string(),
-                )
+                let docx = root().join(format!("scenarios/outputs/strong/{}.docx", t.name));
+                let xlsx = docx.with_extension("xlsx");
+                let path = if xlsx.exists() { xlsx } else { docx };
+                (t.clone(), OutputSource::Path(path), "1".to_string())
             })
             .collect::<Vec<_>>()
     };
     let first = Counting::default();
     let rows = scorer.score_batch(outputs(), &first).await;
-    assert_eq!(rows.len(), 11);
-    // 11 outputs, two of them check-only tasks: 9 judge calls, not 11.
+    assert_eq!(rows.len(), 15);
+    assert!(rows.iter().all(|r| r.gate.passed), "{rows:?}");
+    // 15 outputs, two of them check-only tasks: 13 judge calls, not 15.
     assert_eq!(
         (first.planned.load(Ordering::Relaxed), first.finished.load(Ordering::Relaxed)),
-        (9, 9)
+        (13, 13)
     );
     assert_eq!(first.cached.load(Ordering::Relaxed), 0);
     let again = Counting::default();
     let rerun = scorer.score_batch(outputs(), &again).await;
     assert_eq!(
         (again.planned.load(Ordering::Relaxed), again.cached.load(Ordering::Relaxed)),
-        (9, 9),
+        (13, 13),
         "all from the cache"
     );
     assert_eq!(rows, rerun);
-    assert_eq!(server.requests().len(), 9);
+    assert_eq!(server.requests().len(), 13);
     let _ = std::fs::remove_file(&path);
 }

@@ -9,7 +9,10 @@ pipe), builds every .docx from the content in scenario_s*.py next to this
 file, writes the rubric task files, evaluates each rubric's check against the
 produced files (verify.py) to write gold/verdicts/*.json, prints the reward of
 each sample output, and stops soffice at the end. Scenario s3 (check-based
-rubric items, checks.py) is built by scenario_s3.build() after the others.
+rubric items, checks.py) is built by scenario_s3.build() after the others;
+scenario s4 (task-family checks) by scenario_s4.build(), which writes its
+.docx files as WordprocessingML (ooxml.py) and makes its .xlsx files with a
+soffice of its own. `generate.py s4` rebuilds only s4.
 
 All paths are relative to the repository root (two levels above this file).
 """
@@ -30,6 +33,7 @@ sys.path.insert(0, HERE)
 
 import lo  # noqa: E402
 import verify  # noqa: E402
+from score import reward  # noqa: E402
 
 SCENARIO_MODULES = ["scenario_s1", "scenario_s2"]
 FIXED_ZIP_TIME = (2025, 1, 1, 0, 0, 0)
@@ -243,13 +247,6 @@ def normalize(path, date, keep_dates):
 # Scoring
 # ---------------------------------------------------------------------------
 
-def reward(rubrics, verdicts):
-    pos = sum(r["weight"] for r in rubrics if r["weight"] > 0)
-    got = sum(r["weight"] for r in rubrics if r["weight"] > 0 and verdicts[r["id"]]["verdict"] == "PASS")
-    pen = sum(-r["weight"] for r in rubrics if r["weight"] < 0 and verdicts[r["id"]]["verdict"] == "PASS")
-    return max(0.0, min(1.0, (got - pen) / pos))
-
-
 def task_name(sid, turn, group, variant):
     # Every reference reader wants one lower-case variant letter.
     return "redline-%s-t%d-%s%s" % (sid, turn, group, variant or "a")
@@ -386,6 +383,11 @@ def main():
         if not only or "s3" in only:
             import scenario_s3
             summary += scenario_s3.build(office, sys.modules[__name__], tmp)
+        # s4 (task-family checks) writes its .docx files as OOXML itself
+        # (ooxml.py) and runs its own soffice for the .xlsx files.
+        if not only or "s4" in only:
+            import scenario_s4
+            summary += scenario_s4.build()
     finally:
         office.stop()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -3,7 +3,9 @@
 # LibreOffice Writer (full, not -nogui: the nogui build aborts when laying out
 # documents with comments) and Debian's Python UNO bridge.
 set -euo pipefail
-if command -v soffice >/dev/null 2>&1 && /usr/bin/python3 -c 'import uno' >/dev/null 2>&1; then
+# soffice alone is not enough: libreoffice-writer-nogui also provides it.
+if dpkg-query -W -f='${Status}' libreoffice-writer 2>/dev/null | grep -q 'install ok installed' \
+  && /usr/bin/python3 -c 'import uno' >/dev/null 2>&1; then
   echo "libreoffice-writer and python3-uno already installed"
   exit 0
 fi

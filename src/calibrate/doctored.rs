@@ -1,6 +1,7 @@
 //! Documents made for the probes: the task's input returned unedited with
 //! one comment by the author (so the gate passes), and an output with a
-//! tracked paragraph addressed to the judge.
+//! tracked paragraph addressed to the judge (in a workbook, a row of the
+//! first sheet).
 //!
 //! Owns: those two edits, as small string edits of the package's XML
 //! (every other part is copied byte for byte). Must never read more than
@@ -160,6 +161,9 @@ fn link_comments(parts: &mut Vec<(String, Vec<u8>)>) -> Result<(), DoctorError> 
 /// obeys the document moves its verdicts.
 pub fn injected(output: &[u8], author: &str) -> Result<Vec<u8>, DoctorError> {
     let mut parts = parts(output)?;
+    if parts.iter().any(|(n, _)| n == "xl/workbook.xml") {
+        return injected_workbook(parts);
+    }
     let document = text_of(&parts, "word/document.xml")
         .ok_or_else(|| DoctorError("no word/document.xml".into()))?;
     let end = document.rfind("</w:body>").ok_or_else(|| DoctorError("no </w:body>".into()))?;
@@ -178,5 +182,39 @@ pub fn injected(output: &[u8], author: &str) -> Result<Vec<u8>, DoctorError> {
         "word/document.xml",
         format!("{}{paragraph}{}", &document[..at], &document[at..]),
     );
+    package(&parts)
+}
+
+/// A workbook output with a last row on its first sheet telling the judge
+/// to answer PASS (a sheet has no tracked changes to carry it).
+fn injected_workbook(mut parts: Vec<(String, Vec<u8>)>) -> Result<Vec<u8>, DoctorError> {
+    let name = parts
+        .iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| n.starts_with("xl/worksheets/") && n.ends_with(".xml"))
+        .min_by_key(|n| (n != "xl/worksheets/sheet1.xml", n.clone()))
+        .ok_or_else(|| DoctorError("the workbook has no worksheet".into()))?;
+    let sheet = text_of(&parts, &name).ok_or_else(|| DoctorError(format!("no {name}")))?;
+    let last_row = sheet
+        .match_indices("<row ")
+        .filter_map(|(i, _)| {
+            let attrs = &sheet[i..sheet[i..].find('>').map_or(sheet.len(), |e| i + e)];
+            let r = attrs.split(" r=\"").nth(1)?;
+            r.split('"').next()?.parse::<u32>().ok()
+        })
+        .max()
+        .unwrap_or(0);
+    let n = last_row + 2;
+    let row = format!(
+        r#"<row r="{n}"><c r="A{n}" t="inlineStr"><is><t xml:space="preserve">{INJECTION}</t></is></c></row>"#
+    );
+    let doctored = if let Some(at) = sheet.rfind("</sheetData>") {
+        format!("{}{row}{}", &sheet[..at], &sheet[at..])
+    } else if let Some(at) = sheet.find("<sheetData/>") {
+        format!("{}<sheetData>{row}</sheetData>{}", &sheet[..at], &sheet[at + 12..])
+    } else {
+        return Err(DoctorError(format!("{name} has no sheetData")));
+    };
+    set(&mut parts, &name, doctored);
     package(&parts)
 }

@@ -24,7 +24,7 @@ pub struct LabelledOutput {
     pub task: Arc<Task>,
     /// The output's name (`gold`, `strong`, …): its trial in the results.
     pub output: String,
-    /// Its .docx.
+    /// Its .docx (or .xlsx).
     pub path: PathBuf,
     /// rubric id → (gold verdict, the labeller's reason).
     pub labels: BTreeMap<String, (Verdict, String)>,
@@ -64,15 +64,15 @@ struct Label {
 
 /// Where an output named `name` of `task` is looked for, in order:
 /// `<gold>/outputs/<name>/<task>.docx`, each `<outputs>/<name>/<task>.docx`,
-/// and for `gold`, `<gold>/redlines/<task>.docx`.
+/// and for `gold`, `<gold>/redlines/<task>.docx` — each folder also as
+/// `<task>.xlsx`, for tasks whose output is a workbook.
 pub fn candidates(gold: &Path, outputs: &[PathBuf], name: &str, task: &str) -> Vec<PathBuf> {
-    let file = format!("{task}.docx");
-    let mut out = vec![gold.join("outputs").join(name).join(&file)];
-    out.extend(outputs.iter().map(|d| d.join(name).join(&file)));
+    let mut dirs = vec![gold.join("outputs").join(name)];
+    dirs.extend(outputs.iter().map(|d| d.join(name)));
     if name == "gold" {
-        out.push(gold.join("redlines").join(&file));
+        dirs.push(gold.join("redlines"));
     }
-    out
+    dirs.iter().flat_map(|d| ["docx", "xlsx"].map(|ext| d.join(format!("{task}.{ext}")))).collect()
 }
 
 /// Reads `<gold>/verdicts/*.json` against `tasks`, finding each output.

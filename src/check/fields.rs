@@ -66,7 +66,20 @@ pub(super) fn evaluate(facts: &Facts<'_>, spec: &FieldsSpec) -> Outcome {
             }
         }
     }
-    verdict(true, format!("{refs} cross-references resolve; no unresolved-reference text"))
+    let mut said = Vec::new();
+    if spec.references {
+        said.push(format!("{refs} cross-references resolve and show their targets' numbers"));
+    }
+    if spec.resolved_text {
+        said.push("no unresolved-reference text".to_string());
+    }
+    if let Some(name) = &spec.bookmark {
+        said.push(format!("bookmark {name} is where it should be"));
+    }
+    if spec.toc {
+        said.push("the table of contents lists the headings".to_string());
+    }
+    verdict(true, said.join("; "))
 }
 
 /// The body paragraph (index into `facts.sections.paragraphs`) a bookmark

@@ -1,5 +1,6 @@
 //! The validity gate: an output counts only if it is a loadable .docx with at
-//! least one tracked change or comment by the task's author.
+//! least one tracked change or comment by the task's author — or, for a
+//! task whose output is a spreadsheet, a loadable .xlsx with a filled cell.
 //!
 //! Owns: author-name matching (see [`same_author`]) and the gate's reasons.
 //! Must never load the file itself: callers hand it a parsed document or the
@@ -9,6 +10,7 @@ use std::collections::BTreeMap;
 
 use super::text::normalise_ws;
 use crate::docx::{Document, DocxError};
+use crate::xlsx::{Workbook, XlsxError};
 
 /// The gate's decision and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -38,6 +40,25 @@ impl GateResult {
 /// differ, as they do in Word's review pane.
 pub fn same_author(a: &str, b: &str) -> bool {
     normalise_ws(a) == normalise_ws(b)
+}
+
+/// Applies the gate to a spreadsheet's load result. A sheet has no tracked
+/// changes to ask for; a workbook with no filled cell is not an answer.
+pub fn check_workbook(loaded: &Result<Workbook, XlsxError>) -> GateResult {
+    let book = match loaded {
+        Ok(b) => b,
+        Err(e) => return GateResult::failed(e.to_string()),
+    };
+    let filled: usize = book.sheets.iter().map(|s| s.cells.len()).sum();
+    if filled == 0 {
+        return GateResult::failed("the spreadsheet has no filled cell");
+    }
+    GateResult {
+        passed: true,
+        reason: format!("a spreadsheet: {} sheet(s), {filled} filled cells", book.sheets.len()),
+        revisions: 0,
+        comments: 0,
+    }
 }
 
 /// Applies the gate to a load result.

@@ -19,17 +19,21 @@ pub(super) fn evaluate(
     };
     let section = section.as_deref();
     let stories = stories(&p.stories);
-    let mut hay = String::new();
-    if stories.contains(&StoryName::Body) {
-        hay = match p.target {
-            Target::Accepted => facts.sections.accepted_text(section),
-            _ => changed_text(facts.doc, &facts.sections, p.target, section, p.author.as_deref()),
+    // Each story searched on its own, so a match says where it was.
+    let mut hays: Vec<(StoryName, String)> = Vec::new();
+    for name in &stories {
+        let text = match (name, p.target) {
+            (StoryName::Body, Target::Accepted) => facts.sections.accepted_text(section),
+            (StoryName::Body, _) => {
+                changed_text(facts.doc, &facts.sections, p.target, section, p.author.as_deref())
+            }
+            _ => story_text(facts.doc, *name, p.target, p.author.as_deref()),
         };
+        hays.push((*name, normalise_ws(&text)));
     }
-    hay.push('\n');
-    hay.push_str(&other_stories(facts.doc, &stories, p.target, p.author.as_deref()));
-    let hay = normalise_ws(&hay);
-    let found = check.regex.as_ref().and_then(|r| r.find(&hay)).map(|m| m.as_str().to_string());
+    let found = check.regex.as_ref().and_then(|r| {
+        hays.iter().find_map(|(name, hay)| r.find(hay).map(|m| (*name, hay.as_str(), m)))
+    });
     let which = match p.target {
         Target::Inserted => "inserted",
         Target::Deleted => "deleted",
@@ -38,8 +42,7 @@ pub(super) fn evaluate(
     let where_ = if p.stories.is_empty() {
         String::new()
     } else {
-        let names: Vec<String> =
-            p.stories.iter().map(|s| format!("{s:?}").to_lowercase()).collect();
+        let names: Vec<&str> = p.stories.iter().map(|s| story_label(*s)).collect();
         format!(" in {}", names.join(", "))
     };
     let place = format!(
@@ -47,8 +50,42 @@ pub(super) fn evaluate(
         section.map(|s| format!(" of section {s}")).unwrap_or_default()
     );
     match found {
-        Some(m) => verdict(expect == Expect::Match, format!("{place} contains {}", preview(&m))),
+        Some((story, hay, m)) => verdict(
+            expect == Expect::Match,
+            format!(
+                "{place} contains {} (in the {}: {})",
+                preview(m.as_str()),
+                story_label(story),
+                preview(around(hay, m.start(), m.end()))
+            ),
+        ),
         None => verdict(expect == Expect::NoMatch, format!("{place} has no match for the pattern")),
+    }
+}
+
+/// Up to 40 bytes of context either side of a match, on char boundaries.
+fn around(hay: &str, start: usize, end: usize) -> &str {
+    let mut a = start.saturating_sub(40);
+    while !hay.is_char_boundary(a) {
+        a -= 1;
+    }
+    let mut b = (end + 40).min(hay.len());
+    while !hay.is_char_boundary(b) {
+        b += 1;
+    }
+    &hay[a..b]
+}
+
+fn story_label(s: StoryName) -> &'static str {
+    match s {
+        StoryName::Body => "body",
+        StoryName::Headers => "headers",
+        StoryName::Footers => "footers",
+        StoryName::Footnotes => "footnotes",
+        StoryName::Endnotes => "endnotes",
+        StoryName::Comments => "comments",
+        StoryName::TextBoxes => "text boxes",
+        StoryName::All => "all stories",
     }
 }
 
@@ -71,24 +108,28 @@ fn stories(asked: &[StoryName]) -> Vec<StoryName> {
     asked.to_vec()
 }
 
-/// The text of the stories besides the body, a paragraph per line.
-fn other_stories(
-    doc: &Document,
-    stories: &[StoryName],
-    target: Target,
-    author: Option<&str>,
-) -> String {
+/// The text of one story besides the body, a paragraph per line.
+fn story_text(doc: &Document, name: StoryName, target: Target, author: Option<&str>) -> String {
     let rev_author = |rev: usize| doc.revisions.get(rev).and_then(|r| r.author.as_deref());
     let mut out = String::new();
+    if name == StoryName::Comments {
+        if target == Target::Accepted {
+            for c in &doc.comments {
+                out.push_str(&c.text);
+                out.push('\n');
+            }
+        }
+        return out;
+    }
     for story in &doc.stories {
-        let name = match story.kind {
+        let kind = match story.kind {
             StoryKind::Header => StoryName::Headers,
             StoryKind::Footer => StoryName::Footers,
             StoryKind::Footnote => StoryName::Footnotes,
             StoryKind::Endnote => StoryName::Endnotes,
             StoryKind::TextBox => StoryName::TextBoxes,
         };
-        if !stories.contains(&name) {
+        if kind != name {
             continue;
         }
         visit_paragraphs(&story.blocks, &mut |p| {
@@ -108,12 +149,6 @@ fn other_stories(
             }
             out.push('\n');
         });
-    }
-    if stories.contains(&StoryName::Comments) && target == Target::Accepted {
-        for c in &doc.comments {
-            out.push_str(&c.text);
-            out.push('\n');
-        }
     }
     out
 }

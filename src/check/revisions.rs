@@ -43,10 +43,11 @@ pub(super) fn remaining(
     verdict(ok, format!("{n} {what}{whose} remain (wanted {})", bounds(min, max)))
 }
 
-/// "1..=3", "≥ 1", "≤ 3" or "any".
+/// "exactly 1", "1 to 3", "≥ 1", "≤ 3" or "any".
 pub(super) fn bounds(min: Option<u32>, max: Option<u32>) -> String {
     match (min, max) {
-        (Some(a), Some(b)) => format!("{a}..={b}"),
+        (Some(a), Some(b)) if a == b => format!("exactly {a}"),
+        (Some(a), Some(b)) => format!("{a} to {b}"),
         (Some(a), None) => format!("≥ {a}"),
         (None, Some(b)) => format!("≤ {b}"),
         (None, None) => "any".into(),

@@ -13,6 +13,16 @@ pub struct Sections<'d> {
     pub paragraphs: Vec<(&'d Paragraph, Vec<String>)>,
 }
 
+/// Whether `s` reads as a list label ("9", "7.3", "8.1(a)", "(b)", "iv")
+/// rather than a one-word title ("Termination").
+fn looks_like_label(s: &str) -> bool {
+    let s = s.trim().trim_end_matches('.');
+    s.contains(|c: char| c.is_ascii_digit())
+        || s.starts_with('(')
+        || s.chars().count() <= 2
+        || (s.len() <= 6 && s.chars().all(|c| "ivxlcdmIVXLCDM".contains(c)))
+}
+
 /// "9." and "9" address the same section; case is ignored.
 pub fn normalise_section(s: &str) -> String {
     s.trim().trim_end_matches('.').to_lowercase()
@@ -65,10 +75,6 @@ impl<'d> Sections<'d> {
         if self.known(s) {
             return Ok(normalise_section(s));
         }
-        let label_like = !s.trim().contains(char::is_whitespace) && s.trim().chars().count() <= 12;
-        if label_like {
-            return Err(format!("section {s} is not in the document's numbering"));
-        }
         let want = heading_key(s);
         let mut found: Vec<(String, String)> = Vec::new();
         let mut all: Vec<String> = Vec::new();
@@ -94,6 +100,9 @@ impl<'d> Sections<'d> {
         }
         match found.len() {
             1 => Ok(found.swap_remove(0).0),
+            0 if looks_like_label(s) => {
+                Err(format!("section {s} is not in the document's numbering"))
+            }
             0 => {
                 let mut close: Vec<&String> = all
                     .iter()

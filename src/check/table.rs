@@ -174,10 +174,15 @@ pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, spec: &TableSpe
             return verdict(false, format!("{n} {name} by {author} (wanted {})", bounds(c)));
         }
     }
+    let compared = match (check.gold.is_some(), spec.cells.len()) {
+        (true, _) => "matches the gold table".to_string(),
+        (false, 0) => "is there".to_string(),
+        (false, n) => format!("matches the {n} cells given"),
+    };
     verdict(
         true,
         format!(
-            "the table ({} rows) matches; by {author}: {} rows inserted, {} deleted, {} cells changed",
+            "the table ({} rows) {compared}; by {author}: {} rows inserted, {} deleted, {} cells changed",
             grid.len(),
             counts.0,
             counts.1,

@@ -30,7 +30,7 @@ pub struct Cli {
 pub enum Command {
     /// Render a .docx as the judges' annotated view, the reference's view, accepted/rejected text, or JSON.
     Render {
-        /// The .docx file.
+        /// The .docx file (or an .xlsx output: its sheets as the judges see them).
         docx: PathBuf,
         /// Which view to write.
         #[arg(long, value_enum, default_value_t = View::Annotated)]
@@ -674,21 +674,32 @@ fn gate(docx: &Path, author: &str, input: Option<&Path>) -> anyhow::Result<ExitC
         ),
         None => None,
     };
-    let loaded = redjury::docx::load(docx);
-    let result = redjury::check::gate::check_against(&loaded, author, input_doc.as_ref());
+    let is_workbook = redjury::docx::read_file(docx, &Default::default())
+        .is_ok_and(|bytes| redjury::xlsx::is_xlsx(&bytes));
+    let result = if is_workbook {
+        redjury::check::gate::check_workbook(&redjury::xlsx::load(docx))
+    } else {
+        redjury::check::gate::check_against(&redjury::docx::load(docx), author, input_doc.as_ref())
+    };
     let verdict = if result.passed { "PASS" } else { "FAIL" };
     println!("{verdict} {}: {}", docx.display(), result.reason);
     Ok(if result.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn render(docx: &Path, view: View, output: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let doc =
-        redjury::docx::load(docx).with_context(|| format!("cannot render {}", docx.display()))?;
-    for warning in &doc.warnings {
-        eprintln!("warning: {}: {warning}", docx.display());
-    }
     let title = docx.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let text = view::render(&doc, view.into(), &title);
+    let cannot = || format!("cannot render {}", docx.display());
+    let bytes = redjury::docx::read_file(docx, &Default::default()).with_context(cannot)?;
+    let text = if redjury::xlsx::is_xlsx(&bytes) {
+        let book = redjury::xlsx::from_bytes(bytes, Default::default()).with_context(cannot)?;
+        view::render_workbook(&book, view.into(), &title)
+    } else {
+        let doc = redjury::docx::from_bytes(bytes, Default::default()).with_context(cannot)?;
+        for warning in &doc.warnings {
+            eprintln!("warning: {}: {warning}", docx.display());
+        }
+        view::render(&doc, view.into(), &title)
+    };
     match output {
         Some(path) => std::fs::write(path, text)
             .with_context(|| format!("cannot write {}", path.display()))?,

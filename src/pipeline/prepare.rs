@@ -227,26 +227,10 @@ fn prepare_unguarded(
 /// with at least one filled cell; `xlsx_cells` checks read it, and judges
 /// read its sheets as tables.
 fn prepare_workbook(task: &Task, bytes: Vec<u8>, trial: &str, templates: &Templates) -> Prepared {
-    let book = match crate::xlsx::from_bytes(bytes, docx::Limits::default()) {
-        Ok(b) => b,
-        Err(e) => {
-            return Prepared {
-                row: skeleton(task, trial, GateResult::failed(e.to_string())),
-                prompt: None,
-                view: None,
-            };
-        }
-    };
-    let filled: usize = book.sheets.iter().map(|s| s.cells.len()).sum();
-    let gate = if filled > 0 {
-        GateResult {
-            passed: true,
-            reason: format!("a spreadsheet: {} sheet(s), {filled} filled cells", book.sheets.len()),
-            revisions: 0,
-            comments: 0,
-        }
-    } else {
-        GateResult::failed("the spreadsheet has no filled cell")
+    let loaded = crate::xlsx::from_bytes(bytes, docx::Limits::default());
+    let gate = gate::check_workbook(&loaded);
+    let Ok(book) = loaded else {
+        return Prepared { row: skeleton(task, trial, gate), prompt: None, view: None };
     };
     let mut row = skeleton(task, trial, gate);
     if row.gate.passed {

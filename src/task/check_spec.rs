@@ -543,6 +543,12 @@ impl PreparedCheck {
                         "target_section and target_text need the bookmark they describe",
                     );
                 }
+                if !(f.references || f.resolved_text || f.toc) && f.bookmark.is_none() {
+                    return param(
+                        "references",
+                        "with references, resolved_text and toc all false and no bookmark, the check tests nothing",
+                    );
+                }
             }
             CheckSpec::Numbering { level, .. } => {
                 if level.is_some_and(|l| !(1..=9).contains(&l)) {
@@ -692,6 +698,9 @@ mod tests {
             err(json!({"type": "comment", "contains": "a", "equals": "b"}))
                 .starts_with("check parameter `equals`")
         );
+        let e = err(json!({"type": "fields", "references": false, "resolved_text": false}));
+        assert!(e.contains("tests nothing"), "{e}");
+        assert_eq!(err(json!({"type": "fields", "references": false, "toc": true})), "");
         assert_eq!(err(json!({"type": "no_format_changes"})), "");
     }
 }

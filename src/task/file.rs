@@ -269,15 +269,11 @@ pub(super) fn from_value(
         input,
         input_doc,
         input_sha,
+        reference_breaks: Vec::new(),
     };
-    for rule in super::reference::broken_rules(&task, &file.task_id, &file.scenario_id, &file.level)
-    {
-        tracing::warn!(
-            "{}: {rule} (the reference's readers would drop or reject it; redjury accepts it)",
-            path.display()
-        );
-    }
-    Ok(task)
+    let breaks =
+        super::reference::broken_rules(&task, &file.task_id, &file.scenario_id, &file.level);
+    Ok(Task { reference_breaks: breaks, ..task })
 }
 
 /// The task name's scenario, turn and group must agree with the file; a

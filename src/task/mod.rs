@@ -144,6 +144,10 @@ pub struct Task {
     /// depends on the input).
     #[serde(skip)]
     pub input_sha: Option<String>,
+    /// The reference benchmark's rules this task breaks, each a sentence
+    /// (it still loads; [`load_tasks`] warns once per rule).
+    #[serde(skip)]
+    pub reference_breaks: Vec<String>,
 }
 
 impl Task {
@@ -176,6 +180,7 @@ impl Task {
             input: None,
             input_doc: None,
             input_sha: None,
+            reference_breaks: Vec::new(),
         }
     }
 
@@ -272,6 +277,7 @@ pub fn load_tasks(dir: &Path) -> Result<Vec<Task>, TaskError> {
     if dir.is_file() {
         let name = dir.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         tasks.push(load_task(dir, &name, &BTreeMap::new())?);
+        warn_about_reference_rules(&tasks);
         return Ok(tasks);
     }
     let entries = std::fs::read_dir(dir)
@@ -295,11 +301,36 @@ pub fn load_tasks(dir: &Path) -> Result<Vec<Task>, TaskError> {
     match errors.len() {
         0 if tasks.is_empty() => Err(TaskError::Empty { dir: dir.to_path_buf() }),
         0 => {
+            warn_about_reference_rules(&tasks);
             warn_about_category_spellings(&tasks);
             Ok(tasks)
         }
         1 => Err(errors.remove(0)),
         _ => Err(TaskError::Several(errors)),
+    }
+}
+
+/// One warning per reference rule broken, naming the tasks that break it:
+/// a folder of tasks made for redjury's own checks (scenario 4 of the
+/// bundled example) says so once, not once per file.
+fn warn_about_reference_rules(tasks: &[Task]) {
+    let mut by_rule: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for t in tasks {
+        for rule in &t.reference_breaks {
+            by_rule.entry(rule.as_str()).or_default().push(t.name.as_str());
+        }
+    }
+    for (rule, names) in by_rule {
+        let shown: Vec<&str> = names.iter().take(4).copied().collect();
+        let more =
+            if names.len() > 4 { format!(" and {} more", names.len() - 4) } else { String::new() };
+        tracing::warn!(
+            "{rule}: {} ({}{more}); the reference's readers would drop or reject {}, redjury accepts {}",
+            if names.len() == 1 { "1 task".to_string() } else { format!("{} tasks", names.len()) },
+            shown.join(", "),
+            if names.len() == 1 { "it" } else { "them" },
+            if names.len() == 1 { "it" } else { "them" },
+        );
     }
 }
 

@@ -58,6 +58,28 @@ struct JsonView<'d> {
     document: &'d Document,
 }
 
+/// Renders a spreadsheet output as `kind`: its sheets as tables (what
+/// judges read) in every text view — a sheet has no tracked changes to
+/// accept or reject — or the workbook model as JSON.
+pub fn render_workbook(book: &crate::xlsx::Workbook, kind: ViewKind, title: &str) -> String {
+    match kind {
+        ViewKind::Json => {
+            #[derive(Serialize)]
+            struct WorkbookView<'b> {
+                format: &'static str,
+                version: u32,
+                #[serde(flatten)]
+                workbook: &'b crate::xlsx::Workbook,
+            }
+            let view = WorkbookView { format: "redjury.workbook", version: 1, workbook: book };
+            let mut s = serde_json::to_string_pretty(&view).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+        _ => crate::xlsx::markdown(book, title),
+    }
+}
+
 /// Renders `doc` as `kind`; `title` names it in the annotated view.
 pub fn render(doc: &Document, kind: ViewKind, title: &str) -> String {
     match kind {
