@@ -203,7 +203,7 @@ LC, CC, NQ, CAP, DC = ("Legal correctness", "Commercial Context", "Negotiation Q
 
 
 def gold_path(turn):
-    return "../gold/redlines/redline-s3-t%d-g01.docx" % turn
+    return "../gold/redlines/redline-s3-t%d-g01a.docx" % turn
 
 
 # Rubric rows: (category, weight, criteria, justification, check or None for an LLM item)
