@@ -458,14 +458,17 @@ fn threads(done: [&str; 3], reply_author: &str) -> Document {
 fn comment_threads() {
     let doc = threads(["1", "0", "0"], "A");
     let why = pass(json!({"type": "comment", "replied_by": "A"}), &doc);
-    assert!(why.contains("all 2 threads have a reply by A"), "{why}");
+    assert!(why.contains("all 2 threads opened by others have a reply by A"), "{why}");
     let lazy = threads(["1", "0", "0"], "B");
     fail(
         json!({"type": "comment", "replied_by": "A"}),
         &lazy,
-        "1 of 2 threads have no reply by A (first: \"Why quarterly?\")",
+        "1 of 2 threads opened by others have no reply by A (first: \"Why quarterly?\")",
     );
     pass(json!({"type": "comment", "replied_by": "A", "threads": "Cap"}), &lazy);
+    // B opened both threads: none needs B's own reply.
+    let why = pass(json!({"type": "comment", "replied_by": "B"}), &doc);
+    assert!(why.contains("no thread opened by another author needs a reply by B"), "{why}");
     pass(json!({"type": "comment", "done_exactly": ["quarterly"]}), &doc);
     fail(
         json!({"type": "comment", "done_exactly": ["quarterly", "Cap"]}),
@@ -564,7 +567,7 @@ fn a_section_name_the_input_lacks_is_a_load_error() {
 /// a duration, a merged range and a data validation.
 fn workbook(b3: &str) -> Vec<u8> {
     let sheet = format!(
-        r#"<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c></row><row r="2"><c r="A2" t="s"><v>2</v></c><c r="B2"><v>132000</v></c></row><row r="3"><c r="A3" t="inlineStr"><is><t>Term</t></is></c><c r="B3" t="inlineStr"><is><t>{b3}</t></is></c></row><row r="4"><c r="A4" t="s"><v>3</v></c><c r="B4" s="1"><v>45688</v></c></row><row r="5"><c r="A5" t="inlineStr"><is><t>Response time</t></is></c><c r="B5" s="2"><v>1.5</v></c></row><row r="6"><c r="A6" t="inlineStr"><is><t>Territories</t></is></c><c r="B6" t="inlineStr"><is><t>UK; Ireland ; France</t></is></c></row></sheetData><mergeCells count="1"><mergeCell ref="A8:B8"/></mergeCells><dataValidations count="1"><dataValidation type="list" sqref="B3"><formula1>"12 months,24 months,36 months"</formula1></dataValidation></dataValidations></worksheet>"#
+        r#"<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" t="s"><v>0</v></c><c r="B1" t="s"><v>1</v></c></row><row r="2"><c r="A2" t="s"><v>2</v></c><c r="B2"><v>132000</v></c></row><row r="3"><c r="A3" t="inlineStr"><is><t>Term</t></is></c><c r="B3" t="inlineStr"><is><t>{b3}</t></is></c></row><row r="4"><c r="A4" t="s"><v>3</v></c><c r="B4" s="1"><v>45688</v></c></row><row r="5"><c r="A5" t="inlineStr"><is><t>Response time</t></is></c><c r="B5" s="2"><v>1.5</v></c></row><row r="6"><c r="A6" t="inlineStr"><is><t>Territories</t></is></c><c r="B6" t="inlineStr"><is><t>UK; Ireland ; France</t></is></c></row><row r="8"><c r="A8" t="inlineStr"><is><t>Signed by both</t></is></c></row></sheetData><mergeCells count="1"><mergeCell ref="A8:B8"/></mergeCells><dataValidations count="1"><dataValidation type="list" sqref="B3"><formula1>"12 months,24 months,36 months"</formula1></dataValidation></dataValidations></worksheet>"#
     );
     let strings = r#"<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>Deal point</t></si><si><t>Value</t></si><si><r><t>Annual </t></r><r><t>fee</t></r><rPh><t>ignored</t></rPh></si><si><t>Start date</t></si></sst>"#;
     let styles = r#"<?xml version="1.0"?><styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><numFmts count="1"><numFmt numFmtId="164" formatCode="[h]:mm"/></numFmts><cellXfs count="3"><xf numFmtId="0"/><xf numFmtId="14"/><xf numFmtId="164"/></cellXfs></styleSheet>"#;
@@ -657,6 +660,22 @@ fn xlsx_reading_and_cells() {
         &book,
     );
     assert_eq!(v, Verdict::Fail, "{why}");
+    // The whole sheet as a range costs what the sheet holds, not 1.7·10^10 addresses.
+    let (v, why) = xlsx_check(
+        json!({"type": "xlsx_cells", "rows": {"range": "A1:XFD1048576", "expected": [["Term", "24 months"], ["Signed by both"]]}}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Pass, "{why}");
+    // A merged range shows its top-left value in each of its cells.
+    let (v, why) =
+        xlsx_check(json!({"type": "xlsx_cells", "cells": {"B8": "signed by both"}}), &book);
+    assert_eq!(v, Verdict::Pass, "{why}");
+    // Currency and a thousands separator in the key, as for table cells.
+    let (v, why) = xlsx_check(
+        json!({"type": "xlsx_cells", "cells": {"B2": "EUR 132,000"}, "match": "numeric"}),
+        &book,
+    );
+    assert_eq!(v, Verdict::Pass, "{why}");
     let template = json!({"type": "xlsx_cells", "template": {"sheets": ["Term sheet", "Notes"], "header": ["Deal point", "Value"], "data_validation": true}});
     assert_eq!(xlsx_check(template, &book).0, Verdict::Pass);
     let (v, why) =

@@ -1,5 +1,6 @@
 //! `comment`: how many comments match an author, a section, a text, a
-//! reply or resolved state.
+//! reply or resolved state; in thread mode, whether each thread has a
+//! reply by an author and exactly the named threads are marked done.
 
 use super::revisions::bounds;
 use super::text::normalise_ws;
@@ -82,28 +83,25 @@ impl Thread<'_> {
 
 fn all_threads<'d>(facts: &Facts<'d>) -> Vec<Thread<'d>> {
     let comments = &facts.doc.comments;
-    let root_of = |c: &Comment| {
-        let mut at = c;
-        // Replies may chain; the thread is the first comment's.
-        for _ in 0..comments.len() {
-            match at.parent.as_deref().and_then(|p| facts.doc.comment(p)) {
-                Some(parent) => at = parent,
-                None => break,
-            }
+    let roots = crate::docx::thread_roots(comments);
+    let mut slot = vec![usize::MAX; comments.len()];
+    let mut threads: Vec<Thread<'d>> = Vec::new();
+    // A reply whose parent is missing (or in a reply cycle) opens a thread
+    // of its own rather than vanish from the check.
+    for (i, c) in comments.iter().enumerate() {
+        if roots.get(i) == Some(&i) {
+            slot[i] = threads.len();
+            threads.push(Thread { root: c, replies: Vec::new() });
         }
-        at.id.clone()
-    };
-    comments
-        .iter()
-        .filter(|c| c.parent.is_none())
-        .map(|root| Thread {
-            root,
-            replies: comments
-                .iter()
-                .filter(|c| c.parent.is_some() && root_of(c) == root.id)
-                .collect(),
-        })
-        .collect()
+    }
+    for (i, (c, &root)) in comments.iter().zip(&roots).enumerate() {
+        if root != i
+            && let Some(t) = slot.get(root).and_then(|&s| threads.get_mut(s))
+        {
+            t.replies.push(c);
+        }
+    }
+    threads
 }
 
 /// Thread mode: a reply by an author on every thread checked, and the
@@ -114,7 +112,10 @@ fn threads(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentSpec) -> Outc
         all.iter().filter(|t| check.regex.as_ref().is_none_or(|r| r.is_match(&t.text()))).collect();
     let mut reason = Vec::new();
     if let Some(author) = &spec.replied_by {
-        let missing: Vec<&&Thread<'_>> = chosen
+        // A thread the author opened needs no reply from the author.
+        let chosen: Vec<&&Thread<'_>> =
+            chosen.iter().filter(|t| !by(Some(author), t.root.author.as_deref())).collect();
+        let missing: Vec<&&&Thread<'_>> = chosen
             .iter()
             .filter(|t| !t.replies.iter().any(|r| by(Some(author), r.author.as_deref())))
             .collect();
@@ -122,14 +123,17 @@ fn threads(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentSpec) -> Outc
             return verdict(
                 false,
                 format!(
-                    "{} of {} threads have no reply by {author} (first: {})",
+                    "{} of {} threads opened by others have no reply by {author} (first: {})",
                     missing.len(),
                     chosen.len(),
                     super::text::preview(&first.root.text)
                 ),
             );
         }
-        reason.push(format!("all {} threads have a reply by {author}", chosen.len()));
+        reason.push(match chosen.len() {
+            0 => format!("no thread opened by another author needs a reply by {author}"),
+            n => format!("all {n} threads opened by others have a reply by {author}"),
+        });
     }
     if let Some(patterns) = &spec.done_exactly {
         let mut named = std::collections::BTreeSet::new();

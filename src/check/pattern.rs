@@ -1,5 +1,6 @@
 //! `contains` / `not_contains`: a regex over inserted, deleted or accepted
-//! text.
+//! text, in the body or in the stories named (headers, footers, notes,
+//! comments, text boxes); a reason names the story and the text matched.
 
 use super::sections::Sections;
 use super::text::{normalise_ws, preview};

@@ -97,7 +97,7 @@ fn locate<'d>(
 
 /// A number read from a cell: currency signs, thousands separators and %
 /// ignored ("£132,000.00" → 132000).
-fn number(s: &str) -> Option<f64> {
+pub(super) fn number(s: &str) -> Option<f64> {
     let cleaned: String =
         s.chars().filter(|c| c.is_ascii_digit() || matches!(c, '.' | '-')).collect();
     if cleaned.is_empty() || !s.chars().any(|c| c.is_ascii_digit()) {

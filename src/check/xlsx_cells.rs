@@ -55,7 +55,7 @@ fn matches(cell: Option<&Cell>, want: &Value, spec: &XlsxSpec) -> bool {
             let number = |c: Option<&Cell>, s: &str| match c {
                 Some(Cell::Number(n)) => Some(*n),
                 Some(Cell::Duration(h)) => Some(*h),
-                _ => s.replace([',', '£', '$', '€', '%'], "").trim().parse::<f64>().ok(),
+                _ => super::table::number(s),
             };
             match (number(cell, &got), want.as_f64().or_else(|| number(None, &want_text))) {
                 (Some(a), Some(b)) => {
@@ -152,7 +152,7 @@ pub(super) fn evaluate(book: &Workbook, spec: &XlsxSpec) -> Outcome {
     if !spec.cells.is_empty() {
         let mut wrong = Vec::new();
         for (address, want) in &spec.cells {
-            let cell = a1(address).and_then(|at| sheet.cells.get(&at));
+            let cell = a1(address).and_then(|(row, col)| sheet.value_at(row, col));
             if !matches(cell, want, spec) {
                 wrong.push((
                     address,
@@ -196,10 +196,18 @@ fn row_recall(sheet: &Sheet, rows: &RowSet, spec: &XlsxSpec) -> Result<String, S
     let Some(((r0, c0), (r1, c1))) = range(&rows.range) else {
         return Err(format!("bad range {}", rows.range));
     };
-    let mut present: Vec<Vec<Option<&Cell>>> = (r0..=r1)
-        .map(|r| (c0..=c1).map(|c| sheet.cells.get(&(r, c))).collect())
-        .filter(|row: &Vec<Option<&Cell>>| row.iter().any(Option::is_some))
-        .collect();
+    // Walk the sheet's cells in the range, not the range's addresses: a
+    // range of "A1:XFD1048576" costs what the sheet holds.
+    let width = rows.expected.iter().map(Vec::len).max().unwrap_or(0).min((c1 - c0 + 1) as usize);
+    let mut by_row: std::collections::BTreeMap<u32, Vec<Option<&Cell>>> = Default::default();
+    for (&(r, c), cell) in sheet.cells.range((r0, c0)..=(r1, c1)) {
+        let Some(at) = c.checked_sub(c0).map(|d| d as usize).filter(|&d| c <= c1 && d < width)
+        else {
+            continue;
+        };
+        by_row.entry(r).or_insert_with(|| vec![None; width])[at] = Some(cell);
+    }
+    let mut present: Vec<Vec<Option<&Cell>>> = by_row.into_values().collect();
     let mut found = 0;
     for want in &rows.expected {
         let hit = present.iter().position(|row| {

@@ -105,26 +105,69 @@ pub(crate) fn apply_extended(
             _ => {}
         }
     }
-    // Resolved: done itself, or any ancestor done (threads are shallow; the
-    // walk is bounded so a cycle in hostile input cannot loop).
-    let index: HashMap<String, usize> =
-        comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-    for i in 0..comments.len() {
-        let mut resolved = done[i];
-        let mut cursor = comments[i].parent.clone();
-        let mut steps = 0;
-        while let (false, Some(p)) = (resolved, cursor) {
-            steps += 1;
-            if steps > comments.len() {
-                break;
-            }
-            let Some(&j) = index.get(&p) else { break };
-            resolved = done[j];
-            cursor = comments[j].parent.clone();
-        }
-        comments[i].resolved = resolved;
+    // Resolved: done itself, or any ancestor done.
+    let resolved = fold_threads(comments, |i| done[i], |up, i| up || done[i]);
+    for (c, r) in comments.iter_mut().zip(resolved) {
+        c.resolved = r;
     }
     Ok(())
+}
+
+/// Each comment's thread root: its own index for a first comment, its
+/// first ancestor's for a reply. In a cycle of replies (hostile input) the
+/// root is a comment of the cycle, which has a parent and so opens no thread.
+pub fn thread_roots(comments: &[Comment]) -> Vec<usize> {
+    fold_threads(comments, |i| i, |root, _| root)
+}
+
+/// A value per comment computed down each reply chain: `top` for a comment
+/// without a parent, `step(parent's value, i)` for a reply. Each comment is
+/// visited a bounded number of times however long or cyclic the chains, so
+/// a file of a million chained replies costs a million steps, not a
+/// million squared.
+fn fold_threads<T: Copy>(
+    comments: &[Comment],
+    top: impl Fn(usize) -> T,
+    step: impl Fn(T, usize) -> T,
+) -> Vec<T> {
+    let index: HashMap<&str, usize> =
+        comments.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
+    let parent = |i: usize| {
+        comments.get(i)?.parent.as_deref().and_then(|p| index.get(p).copied()).filter(|&p| p != i)
+    };
+    let mut value: Vec<Option<T>> = vec![None; comments.len()];
+    let mut on_path = vec![false; comments.len()];
+    let mut path = Vec::new();
+    for start in 0..comments.len() {
+        let mut at = start;
+        let mut above = None;
+        loop {
+            if let Some(v) = value[at] {
+                above = Some(v);
+                break;
+            }
+            if on_path[at] {
+                break; // a cycle: the walk's last comment stands for its top
+            }
+            on_path[at] = true;
+            path.push(at);
+            match parent(at) {
+                Some(p) => at = p,
+                None => break,
+            }
+        }
+        for &i in path.iter().rev() {
+            let v = match above {
+                Some(up) => step(up, i),
+                None => top(i),
+            };
+            value[i] = Some(v);
+            above = Some(v);
+            on_path[i] = false;
+        }
+        path.clear();
+    }
+    value.into_iter().enumerate().map(|(i, v)| v.unwrap_or_else(|| top(i))).collect()
 }
 
 pub(crate) fn parse_people(part: &str, xml: &str) -> Result<Vec<Person>, DocxError> {
@@ -157,4 +200,51 @@ pub(crate) fn parse_people(part: &str, xml: &str) -> Result<Vec<Person>, DocxErr
         out.push(p);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn comment(id: usize, parent: Option<usize>) -> Comment {
+        Comment {
+            id: id.to_string(),
+            author: None,
+            initials: None,
+            date: None,
+            text: String::new(),
+            anchor: String::new(),
+            parent: parent.map(|p| p.to_string()),
+            resolved: false,
+            anchored: true,
+            last_para_id: None,
+        }
+    }
+
+    #[test]
+    fn a_long_reply_chain_has_one_root_and_inherits_done_from_any_ancestor() {
+        // 200,000 chained replies: a walk to the top from each would take
+        // 2·10^10 steps; the fold takes one pass.
+        let n = 200_000;
+        let comments: Vec<Comment> = (0..n).map(|i| comment(i, i.checked_sub(1))).collect();
+        let roots = thread_roots(&comments);
+        assert!(roots.iter().all(|&r| r == 0));
+        let done: Vec<bool> = (0..n).map(|i| i == 1000).collect();
+        let resolved = fold_threads(&comments, |i| done[i], |up, i| up || done[i]);
+        assert!(!resolved[999] && resolved[1000] && resolved[n - 1]);
+    }
+
+    #[test]
+    fn reply_cycles_and_missing_parents_end() {
+        // 0 ← 1 ← 2 ← 0 (a cycle), 3 replies to a comment that is not there,
+        // 4 replies to itself.
+        let mut comments = vec![comment(0, Some(2)), comment(1, Some(0)), comment(2, Some(1))];
+        comments.push(Comment { parent: Some("99".into()), ..comment(3, None) });
+        comments.push(comment(4, Some(4)));
+        let roots = thread_roots(&comments);
+        let cycle_root = roots[0];
+        assert!(cycle_root <= 2 && roots[1] == cycle_root && roots[2] == cycle_root);
+        assert_eq!(&roots[3..], &[3, 4]);
+    }
 }

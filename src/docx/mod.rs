@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 pub use carried::{CarriedOver, carried_over};
+pub use comments::thread_roots;
 pub use model::*;
 pub use package::Limits;
 

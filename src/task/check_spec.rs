@@ -250,12 +250,7 @@ impl XlsxSpec {
     }
 }
 
-/// "A2:C40" → ((row, col), (row, col)).
-pub fn range(s: &str) -> Option<((u32, u32), (u32, u32))> {
-    let (a, b) = s.split_once(':')?;
-    let (a, b) = (crate::xlsx::a1(a)?, crate::xlsx::a1(b)?);
-    (a.0 <= b.0 && a.1 <= b.1).then_some((a, b))
-}
+pub use crate::xlsx::range;
 
 /// The parameters of the `fields` check.
 #[derive(Debug, Clone, Serialize, Deserialize)]

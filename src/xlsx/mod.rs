@@ -110,6 +110,28 @@ pub fn a1(address: &str) -> Option<(u32, u32)> {
     (row > 0).then_some((row, col))
 }
 
+/// "A2:C40" → ((row, col), (row, col)), top-left first.
+pub fn range(s: &str) -> Option<((u32, u32), (u32, u32))> {
+    let (a, b) = s.split_once(':')?;
+    let (a, b) = (a1(a)?, a1(b)?);
+    (a.0 <= b.0 && a.1 <= b.1).then_some((a, b))
+}
+
+impl Sheet {
+    /// The value Excel shows at (row, column): the cell's own, or, inside a
+    /// merged range, the range's top-left cell's (where a merged range
+    /// keeps its value).
+    pub fn value_at(&self, row: u32, col: u32) -> Option<&Cell> {
+        self.cells.get(&(row, col)).or_else(|| {
+            let ((r0, c0), _) =
+                self.merged.iter().filter_map(|m| range(m)).find(|((r0, c0), (r1, c1))| {
+                    (*r0..=*r1).contains(&row) && (*c0..=*c1).contains(&col)
+                })?;
+            self.cells.get(&(r0, c0))
+        })
+    }
+}
+
 /// (row 3, column 2) → "B3".
 pub fn address(row: u32, col: u32) -> String {
     format!("{}{row}", column_letters(col))
