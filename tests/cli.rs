@@ -228,6 +228,18 @@ async fn small_lies_of_the_command_line() {
     .await;
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("carried over from the input"), "{stdout}");
+    // For a term sheet, --input is the template it is filled in from.
+    let template = root()
+        .join("scenarios/s4-distribution-agreement/inputs/s4-t4-g01-term-sheet-template.xlsx");
+    let gold = root().join("gold/redlines/redline-s4-t4-g01a.xlsx");
+    for (sheet, want) in [(&template, 1), (&gold, 0)] {
+        let (code, stdout, _) = redjury(
+            args(&["gate", &p(sheet), "--author", "Pellucid Counsel", "--input", &p(&template)]),
+            false,
+        )
+        .await;
+        assert_eq!(code, want, "{stdout}");
+    }
     // A missing file names its cause once.
     let (code, _, err) = redjury(args(&["render", "no-such.docx"]), false).await;
     assert_eq!(code, 1);

@@ -69,6 +69,19 @@ fn every_example_workbook_loads_and_renders() {
     )
     .unwrap();
     assert_eq!(template.sheets[0].validations, 1, "the Term drop-down survives Calc's export");
+    // The template returned as the answer fails the gate of the task that names it.
+    let tasks = redjury::task::load_tasks(&root().join("rubrics")).expect("tasks");
+    let t4 = tasks.iter().find(|t| t.name == "redline-s4-t4-g01a").unwrap();
+    let named = t4.output_template.as_deref().expect("the task names its template");
+    let r = redjury::check::gate::check_workbook(&Ok(template.clone()), Some(named));
+    assert!(!r.passed);
+    assert_eq!(
+        r.reason,
+        "no cell differs from the task's output template: the sheet was returned as it came"
+    );
+    let gold = redjury::xlsx::load(&root().join("gold/redlines/redline-s4-t4-g01a.xlsx")).unwrap();
+    let r = redjury::check::gate::check_workbook(&Ok(gold), Some(named));
+    assert!(r.passed && r.reason.contains("changed from the template"), "{}", r.reason);
 }
 
 #[test]
@@ -79,7 +92,8 @@ fn the_gate_on_every_sample_output() {
             let path = root().join(folder).join(format!("{}.docx", task.name));
             let xlsx = path.with_extension("xlsx");
             let r = if xlsx.exists() {
-                redjury::check::gate::check_workbook(&redjury::xlsx::load(&xlsx))
+                let template = task.output_template.as_deref();
+                redjury::check::gate::check_workbook(&redjury::xlsx::load(&xlsx), template)
             } else {
                 check_against(&docx::load(&path), &task.author, task.input_doc.as_deref())
             };

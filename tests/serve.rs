@@ -423,7 +423,18 @@ async fn bad_requests_get_a_4xx_that_says_what_is_wrong() {
         &std::fs::read_to_string(root().join("rubrics/redline-s1-t1-g01a.json")).unwrap(),
     )
     .unwrap();
+    // So is a term sheet's output template.
+    let mut sheet_spec: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("rubrics/redline-s4-t4-g01a.json")).unwrap(),
+    )
+    .unwrap();
+    sheet_spec.as_object_mut().unwrap().remove("input");
     let cases: Vec<(Value, u16, &str)> = vec![
+        (
+            json!({"task": "redline-s4-t4-g01a", "task_spec": sheet_spec, "docx_base64": doc}),
+            403,
+            "outside the folders",
+        ),
         (
             json!({"task": "redline-s1-t1-g01a", "docx_base64": doc, "colour": 1}),
             400,

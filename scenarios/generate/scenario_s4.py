@@ -766,6 +766,9 @@ def build():
                 "input": "../scenarios/%s/inputs/%s.docx" % (DIR, gid),
                 "rubrics": rubrics,
             }
+            if turn == 4:
+                # The sheet the output is filled in from: returned unchanged, it fails the gate.
+                task["output_template"] = "../scenarios/%s/%s" % (DIR, TEMPLATE)
             with open(rel("rubrics", name + ".json"), "w") as f:
                 json.dump(task, f, indent=2, ensure_ascii=False)
                 f.write("\n")

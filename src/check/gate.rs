@@ -43,8 +43,13 @@ pub fn same_author(a: &str, b: &str) -> bool {
 }
 
 /// Applies the gate to a spreadsheet's load result. A sheet has no tracked
-/// changes to ask for; a workbook with no filled cell is not an answer.
-pub fn check_workbook(loaded: &Result<Workbook, XlsxError>) -> GateResult {
+/// changes to ask for; a workbook with no filled cell is not an answer, and
+/// neither is the `template` it was to be filled in from, returned with no
+/// cell changed (as an unedited .docx fails for want of a change).
+pub fn check_workbook(
+    loaded: &Result<Workbook, XlsxError>,
+    template: Option<&Workbook>,
+) -> GateResult {
     let book = match loaded {
         Ok(b) => b,
         Err(e) => return GateResult::failed(e.to_string()),
@@ -53,12 +58,39 @@ pub fn check_workbook(loaded: &Result<Workbook, XlsxError>) -> GateResult {
     if filled == 0 {
         return GateResult::failed("the spreadsheet has no filled cell");
     }
+    let changed = template.map(|t| changed_cells(book, t));
+    if changed == Some(0) {
+        return GateResult::failed(
+            "no cell differs from the task's output template: the sheet was returned as it came",
+        );
+    }
+    let against = changed.map(|n| format!(", {n} changed from the template")).unwrap_or_default();
     GateResult {
         passed: true,
-        reason: format!("a spreadsheet: {} sheet(s), {filled} filled cells", book.sheets.len()),
+        reason: format!(
+            "a spreadsheet: {} sheet(s), {filled} filled cells{against}",
+            book.sheets.len()
+        ),
         revisions: 0,
         comments: 0,
     }
+}
+
+/// How many cells of `book` differ from the same sheet's cell in
+/// `template` (added, changed or cleared), sheets matched by name; cost is
+/// linear in the cells of both.
+fn changed_cells(book: &Workbook, template: &Workbook) -> usize {
+    book.sheets
+        .iter()
+        .map(|sheet| match template.sheets.iter().find(|t| t.name == sheet.name) {
+            None => sheet.cells.len().max(1),
+            Some(t) => {
+                let differ = sheet.cells.iter().filter(|(at, c)| t.cells.get(at) != Some(c));
+                let cleared = t.cells.keys().filter(|at| !sheet.cells.contains_key(at));
+                differ.count() + cleared.count()
+            }
+        })
+        .sum()
 }
 
 /// Applies the gate to a load result.

@@ -141,7 +141,7 @@ pub enum Command {
         /// The tracked-change author the file must contain (matching: see README).
         #[arg(long)]
         author: String,
-        /// The task's input document: count only what the output adds to it (as `score` does for turn 2+).
+        /// The task's input document: count only what the output adds to it (as `score` does for turn 2+); for an .xlsx output, the template it is filled in from.
         #[arg(long)]
         input: Option<PathBuf>,
     },
@@ -667,18 +667,21 @@ async fn shutdown_signal() {
 }
 
 fn gate(docx: &Path, author: &str, input: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let input_doc = match input {
-        Some(p) => Some(
-            redjury::docx::load(p)
-                .with_context(|| format!("cannot read the input {}", p.display()))?,
-        ),
-        None => None,
-    };
+    let cannot = |p: &Path| format!("cannot read the input {}", p.display());
     let is_workbook = redjury::docx::read_file(docx, &Default::default())
         .is_ok_and(|bytes| redjury::xlsx::is_xlsx(&bytes));
     let result = if is_workbook {
-        redjury::check::gate::check_workbook(&redjury::xlsx::load(docx))
+        // A spreadsheet's input is the template it is filled in from.
+        let template = match input {
+            Some(p) => Some(redjury::xlsx::load(p).with_context(|| cannot(p))?),
+            None => None,
+        };
+        redjury::check::gate::check_workbook(&redjury::xlsx::load(docx), template.as_ref())
     } else {
+        let input_doc = match input {
+            Some(p) => Some(redjury::docx::load(p).with_context(|| cannot(p))?),
+            None => None,
+        };
         redjury::check::gate::check_against(&redjury::docx::load(docx), author, input_doc.as_ref())
     };
     let verdict = if result.passed { "PASS" } else { "FAIL" };

@@ -224,11 +224,12 @@ fn prepare_unguarded(
 }
 
 /// A spreadsheet output (a term sheet): its gate is a workbook that loads
-/// with at least one filled cell; `xlsx_cells` checks read it, and judges
+/// with at least one filled cell and, when the task names its template,
+/// one cell changed from it; `xlsx_cells` checks read it, and judges
 /// read its sheets as tables.
 fn prepare_workbook(task: &Task, bytes: Vec<u8>, trial: &str, templates: &Templates) -> Prepared {
     let loaded = crate::xlsx::from_bytes(bytes, docx::Limits::default());
-    let gate = gate::check_workbook(&loaded);
+    let gate = gate::check_workbook(&loaded, task.output_template.as_deref());
     let Ok(book) = loaded else {
         return Prepared { row: skeleton(task, trial, gate), prompt: None, view: None };
     };

@@ -318,10 +318,13 @@ impl Resolver {
     }
 }
 
-/// The paths an inline task names: its input and its checks' gold files.
+/// The paths an inline task names: its input, its output template and its
+/// checks' gold files.
 fn task_paths(spec: &Value) -> Vec<String> {
-    let mut out: Vec<String> =
-        spec.get("input").and_then(Value::as_str).map(str::to_string).into_iter().collect();
+    let mut out: Vec<String> = ["input", "output_template"]
+        .iter()
+        .filter_map(|key| spec.get(*key).and_then(Value::as_str).map(str::to_string))
+        .collect();
     let rubrics = spec.get("rubrics").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
     for r in rubrics {
         if let Some(gold) = r.pointer("/check/gold_docx").and_then(Value::as_str) {

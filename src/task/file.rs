@@ -40,11 +40,13 @@ struct TaskFile {
     author: Option<String>,
     #[serde(default)]
     input: Option<String>,
+    #[serde(default)]
+    output_template: Option<String>,
     rubrics: Vec<RubricFile>,
 }
 
-/// The keys a task file may hold: the reference schema's, `input`, and
-/// `$schema`.
+/// The keys a task file may hold: the reference schema's, `input`,
+/// `output_template` and `$schema`.
 const TASK_KEYS: &[&str] = &[
     "task_id",
     "scenario_id",
@@ -58,6 +60,7 @@ const TASK_KEYS: &[&str] = &[
     "author",
     "rubrics",
     "input",
+    "output_template",
     "$schema",
 ];
 
@@ -232,6 +235,10 @@ pub(super) fn from_value(
         Some(p) => problems.take(load_input(p)).map(|(doc, sha)| (Some(doc), Some(sha))),
         None => Some((None, None)),
     };
+    let template = match file.output_template.as_deref().map(|t| origin.base.join(t)) {
+        Some(p) => problems.take(load_template(&p)).map(Some),
+        None => Some(None),
+    };
     let (
         Some(scenario),
         Some(side),
@@ -241,7 +248,18 @@ pub(super) fn from_value(
         Some(counterparty),
         Some(author),
         Some((input_doc, input_sha)),
-    ) = (scenario, side, turn, input_group, represented_party, counterparty, author, loaded)
+        Some(output_template),
+    ) = (
+        scenario,
+        side,
+        turn,
+        input_group,
+        represented_party,
+        counterparty,
+        author,
+        loaded,
+        template,
+    )
     else {
         return Err(invalid(path, problems.0.join("; ")));
     };
@@ -269,6 +287,7 @@ pub(super) fn from_value(
         input,
         input_doc,
         input_sha,
+        output_template,
         reference_breaks: Vec::new(),
     };
     let breaks =
@@ -431,6 +450,19 @@ fn load_input(input: &Path) -> Result<(Arc<crate::docx::Document>, String), Stri
     let bytes = crate::docx::read_file(input, &limits)
         .map_err(|e| format!("input {}: {e}", input.display()))?;
     parse_input(bytes, &input.display().to_string())
+}
+
+/// Reads the spreadsheet an output is filled in from.
+fn load_template(path: &Path) -> Result<Arc<crate::xlsx::Workbook>, String> {
+    if path.extension().is_none_or(|e| !e.eq_ignore_ascii_case("xlsx")) {
+        return Err(format!(
+            "output_template {}: name the .xlsx the output is filled in from",
+            path.display()
+        ));
+    }
+    crate::xlsx::load(path)
+        .map(Arc::new)
+        .map_err(|e| format!("output_template {}: {e}", path.display()))
 }
 
 /// Parses an input document's bytes; `shown` names it in errors.

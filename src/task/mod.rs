@@ -144,6 +144,10 @@ pub struct Task {
     /// depends on the input).
     #[serde(skip)]
     pub input_sha: Option<String>,
+    /// The spreadsheet an .xlsx output is filled in from
+    /// (`"output_template"`): returned unchanged, it fails the gate.
+    #[serde(skip)]
+    pub output_template: Option<std::sync::Arc<crate::xlsx::Workbook>>,
     /// The reference benchmark's rules this task breaks, each a sentence
     /// (it still loads; [`load_tasks`] warns once per rule).
     #[serde(skip)]
@@ -180,6 +184,7 @@ impl Task {
             input: None,
             input_doc: None,
             input_sha: None,
+            output_template: None,
             reference_breaks: Vec::new(),
         }
     }
