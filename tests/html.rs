@@ -102,6 +102,18 @@ async fn the_report_holds_every_task_and_the_summarys_figures_and_fetches_nothin
             rows.iter().filter(|x| x["task"] == r["task"] && x["trial"] == r["trial"]).count();
         assert_eq!(found, 1, "{} {}", r["task"], r["trial"]);
     }
+    // A required rubric is marked so (s4's provenance and template items).
+    let required: std::collections::BTreeSet<String> = rows
+        .iter()
+        .flat_map(|r| {
+            let task = r["task"].as_str().unwrap_or("").to_string();
+            r["rubrics"].as_array().cloned().unwrap_or_default().into_iter().filter_map(move |x| {
+                (x["req"] == true).then(|| format!("{task} {}", x["id"].as_str().unwrap_or("")))
+            })
+        })
+        .collect();
+    let want = ["redline-s4-t1-g01a r04", "redline-s4-t4-g01a r07"];
+    assert_eq!(required, want.map(String::from).into(), "every trial of them, and nothing else");
     // Figures and counts are the summary's.
     let s = summary(&a);
     for (key, value) in marked(&html, "data-figure") {

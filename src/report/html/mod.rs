@@ -137,6 +137,7 @@ fn row_json(r: &TaskResult) -> serde_json::Value {
                 "id": x.id, "kind": if x.kind == RubricKind::Check { "check" } else { "llm" },
                 "w": x.weight, "cat": x.category, "v": x.verdict,
                 "votes": x.votes, "just": x.justifications, "abst": x.abstentions,
+                "req": x.required,
             })
         })
         .collect();

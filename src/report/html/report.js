@@ -104,7 +104,7 @@ async function openTask(i) {
     const notes = el("td", { class: "just" });
     for (const j of Object.keys(x.just || {})) notes.append(el("div", { text: j + ": " + x.just[j] }));
     for (const j of Object.keys(x.abst || {})) notes.append(el("div", { text: j + " abstained: " + x.abst[j] }));
-    tbody.append(el("tr", {}, el("td", { text: x.id + (x.kind === "check" ? " (check)" : "") }), el("td", { class: "num", text: String(x.w) }),
+    tbody.append(el("tr", {}, el("td", { text: x.id + (x.kind === "check" ? " (check)" : "") + (x.req ? " (required)" : "") }), el("td", { class: "num", text: String(x.w) }),
       el("td", { text: x.cat }), verdictCell(x.v), ...judges.map((j) => verdictCell(x.kind === "check" ? (x.votes || {}).check : (x.votes || {})[j])), notes));
   }
   table.append(tbody);
