@@ -1,6 +1,7 @@
 //! The validity gate: an output counts only if it is a loadable .docx with at
 //! least one tracked change or comment by the task's author — or, for a
-//! task whose output is a spreadsheet, a loadable .xlsx with a filled cell.
+//! task whose output is a spreadsheet, a loadable .xlsx with a filled cell,
+//! changed from the task's template when it names one.
 //!
 //! Owns: author-name matching (see [`same_author`]) and the gate's reasons.
 //! Must never load the file itself: callers hand it a parsed document or the

@@ -114,8 +114,9 @@ pub(crate) fn apply_extended(
 }
 
 /// Each comment's thread root: its own index for a first comment, its
-/// first ancestor's for a reply. In a cycle of replies (hostile input) the
-/// root is a comment of the cycle, which has a parent and so opens no thread.
+/// first ancestor's for a reply. A reply to a comment that is not there is
+/// its own root; in a cycle of replies (hostile input) the root is one
+/// comment of the cycle.
 pub fn thread_roots(comments: &[Comment]) -> Vec<usize> {
     fold_threads(comments, |i| i, |root, _| root)
 }
