@@ -262,6 +262,11 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
     let disagreements = c["disagreements"].as_array().unwrap();
     assert!(disagreements.iter().all(|d| d["reason"].as_str().is_some_and(|r| !r.is_empty())));
     let md = std::fs::read_to_string(out.join("calibration.md")).unwrap();
+    // The README's table comes from here:
+    // REDJURY_SHOW_CALIBRATION=1 cargo test --test calibrate -- --nocapture
+    if std::env::var_os("REDJURY_SHOW_CALIBRATION").is_some() {
+        println!("{md}");
+    }
     assert!(
         md.contains("Cohen's κ")
             && md.contains("## Probe: injection")
