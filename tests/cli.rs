@@ -81,18 +81,34 @@ async fn an_incomplete_run_says_so_and_why() {
     // A legacy .doc named after a task (its .docx removed) is reported, not skipped.
     std::fs::remove_file(outputs.join("redline-s2-t1-g01b.docx")).expect("rm");
     std::fs::write(outputs.join("redline-s2-t1-g01b.doc"), b"\xd0\xcf\x11\xe0").expect("doc");
+    // An output made without Track Changes, and one named after no task.
+    std::fs::copy(
+        root().join("scenarios/outputs/gate-fail/redline-s1-t1-g01a.docx"),
+        outputs.join("redline-s1-t1-g01a.docx"),
+    )
+    .expect("copy");
+    std::fs::copy(
+        root().join("gold/redlines/redline-s1-t2-g01a.docx"),
+        outputs.join("redline-s9-t1-g01a.docx"),
+    )
+    .expect("copy");
     let mut a = score_args(&p(&outputs), &panel, &dir.join("run"), &dir.join("cache.sqlite"));
     a.retain(|x| x != "--quiet");
     let (code, out, err) = redjury(a, true).await;
     assert_eq!(code, 3, "{out}{err}");
     assert!(
         out.contains(
-            "14 results: 2 scored, 0 gate-failed, 12 incomplete, 0 pending; 1 task without an output"
+            "14 results: 2 scored, 1 gate-failed, 11 incomplete, 0 pending; 1 task without an output"
         ),
         "{out}"
     );
-    assert!(out.contains("over 2 of 14 results; the rest have no reward yet"), "{out}");
-    assert!(out.contains("incomplete: 12 rows — quorum not met"), "{out}");
+    assert!(out.contains("over 3 of 14 results; the rest have no reward yet"), "{out}");
+    assert!(out.contains("incomplete: 11 rows — quorum not met"), "{out}");
+    assert!(out.contains("  gate-failed: 1 row — no tracked change or comment"), "{out}");
+    assert!(
+        out.contains("  1 output matching no task: ") && out.contains("redline-s9-t1-g01a.docx\n"),
+        "{out}"
+    );
     assert!(
         out.contains("not used: ")
             && out.contains("redline-s2-t1-g01b.doc: a legacy Word 97-2003 .doc"),
@@ -102,12 +118,21 @@ async fn an_incomplete_run_says_so_and_why() {
     let first = md.lines().nth(2).unwrap_or("");
     assert!(
         first.starts_with(
-            "> **Headline over 2 of 14 results.** 12 incomplete, 1 task(s) without an output, 1 output(s) that could not be used"
+            "> **Headline over 3 of 14 results.** 11 incomplete, 1 gate-failed (scored 0), 1 task(s) without an output, 1 output(s) matching no task, 1 output(s) that could not be used"
         ),
         "{md}"
     );
     assert!(md.contains("#### Incomplete (no reward; never counted as 0)"), "{md}");
-    assert!(md.contains("- 12 rows — quorum not met — claude: judge stopped: judge 'claude' (anthropic): HTTP 401: bad key; gpt: judge stopped: judge 'gpt' (openai): HTTP 401: bad key\n  redline-s1-t1-g01a, "), "{md}");
+    assert!(md.contains("- 11 rows — quorum not met — claude: judge stopped: judge 'claude' (anthropic): HTTP 401: bad key; gpt: judge stopped: judge 'gpt' (openai): HTTP 401: bad key\n  redline-s1-t1-g01b, "), "{md}");
+    assert!(
+        md.contains(
+            "#### Gate failures (reward 0, counted)\n\n- 1 row — no tracked change or comment"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("  redline-s1-t1-g01a"), "{md}");
+    assert!(md.contains("#### Output files matching no task (1)\n\n"), "{md}");
+    assert!(md.contains("redline-s9-t1-g01a"), "{md}");
     assert!(md.contains("**claude was stopped during the run:**"), "{md}");
     assert!(md.contains("#### Output files that could not be used (1)"), "{md}");
     let s = summary(&dir.join("run"));
@@ -182,6 +207,25 @@ async fn runs_from_anywhere_and_says_which_defaults_it_used() {
             && out.contains("prices: built-in price table"),
         "{out}"
     );
+    // One judged task: one call per judge, priced as an estimate.
+    assert!(out.contains("  gpt-5.4-mini: 1 call to make (0 cached)"), "{out}");
+    assert!(out.contains("(estimate)") && !out.contains("1 calls"), "{out}");
+    // A panel.toml in the current folder comes before the built-in one; a flag before both.
+    let local = dir.join("panel.toml");
+    std::fs::copy(root().join("panel.toml"), &local).expect("copy");
+    let with = |extra: &[&str]| {
+        let mut a = args(&["score", "--tasks", "tasks", "--outputs", &p(&outputs)]);
+        a.extend(args(&["--out", "run3", "--dry-run"]));
+        a.extend(args(extra));
+        a
+    };
+    let (code, out, err) = redjury_at(&dir, with(&[]), false).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("panel: panel.toml (current directory)"), "{out}");
+    let flag = root().join("panel.toml");
+    let (code, out, err) = redjury_at(&dir, with(&["--panel", &p(&flag)]), false).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("panel: {}\n", flag.display())), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -282,6 +326,30 @@ async fn a_results_folder_is_replaced_whole_and_a_foreign_one_refused() {
     assert_eq!(code, 1);
     assert!(err.contains("refusing to replace") && err.contains("pass --force"), "{err}");
     assert!(mine.join("thesis.txt").is_file());
+    // rejudge writes the same way: never into a foreign folder, never over its own run.
+    let rejudge = |to: &Path| {
+        args(&[
+            "rejudge",
+            "--run",
+            &p(&out),
+            "--out",
+            &p(to),
+            "--cache",
+            &p(&dir.join("cache.sqlite")),
+            "--quiet",
+        ])
+    };
+    let (code, _, err) = redjury(rejudge(&mine), false).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("refusing to replace") && err.contains("pass --force"), "{err}");
+    assert!(mine.join("thesis.txt").is_file());
+    let (code, _, err) = redjury(rejudge(&out), false).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is the run being rejudged"), "{err}");
+    assert!(out.join("summary.json").is_file(), "the run is intact");
+    let (code, _, err) = redjury(rejudge(&dir.join("again")), false).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(dir.join("again/summary.json").is_file());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -70,3 +70,37 @@ pub fn resolve(
 fn describe(path: &Path, why: &str) -> String {
     if why == "--flag" { path.display().to_string() } else { format!("{} ({why})", path.display()) }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    /// Every model of the default panel has a price, each price says where
+    /// it came from and when, and the batch rates are half the live ones
+    /// (as all three providers sell them).
+    #[test]
+    fn the_built_in_prices_cover_the_default_panel_with_their_sources() {
+        let prices = Prices::parse(BUILTIN_PRICES, "built-in prices.toml").unwrap();
+        let panel = include_str!("../../panel.toml");
+        let models: Vec<&str> = panel
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("model = \""))
+            .filter_map(|l| l.strip_suffix('"'))
+            .collect();
+        assert_eq!(models.len(), 3, "{panel}");
+        for model in models {
+            let p = prices.models.get(model).unwrap_or_else(|| panic!("no price for {model}"));
+            assert!(p.source.as_deref().is_some_and(|s| s.len() > 20), "{model}: no source");
+            let checked = p.checked.as_deref().unwrap_or("");
+            assert!(
+                checked.len() == 10 && checked.as_bytes()[4] == b'-',
+                "{model}: checked {checked:?}"
+            );
+            assert!(p.input > 0.0 && p.output > p.input, "{model}");
+            assert!(p.cached_input < p.input, "{model}");
+            assert_eq!(p.batch_input, Some(p.input / 2.0), "{model}");
+            assert_eq!(p.batch_output, Some(p.output / 2.0), "{model}");
+        }
+    }
+}

@@ -804,6 +804,20 @@ fn outcome(report: &RunReport) -> String {
     for u in s.unusable_outputs.iter().take(3) {
         out.push_str(&format!("  not used: {}: {}\n", u.path, u.reason));
     }
+    if !s.unmatched_outputs.is_empty() {
+        let shown: Vec<&str> = s.unmatched_outputs.iter().take(3).map(String::as_str).collect();
+        let more = s.unmatched_outputs.len() - shown.len();
+        out.push_str(&format!(
+            "  {} matching no task: {}{}\n",
+            plural(s.unmatched_outputs.len(), "output", "outputs"),
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more (summary.md lists them)")
+            } else {
+                String::new()
+            }
+        ));
+    }
     out.push_str(&format!("results in {}\n", report.out_dir.display()));
     out
 }
