@@ -595,7 +595,13 @@ async fn truncated_replies_are_retried_never_cached_and_billed() {
 
 #[tokio::test]
 async fn an_oversized_reply_is_a_failed_attempt() {
-    let handler: Handler = Arc::new(|req: &Recorded, i| {
+    oversized_reply_refused(false).await;
+    // Sent in chunks, with no length announced: refused as it streams in.
+    oversized_reply_refused(true).await;
+}
+
+async fn oversized_reply_refused(chunked: bool) {
+    let handler: Handler = Arc::new(move |req: &Recorded, i| {
         if i == 0 {
             // A valid answer, but 2 MB of it.
             let items: Vec<serde_json::Value> = req
@@ -603,7 +609,9 @@ async fn an_oversized_reply_is_a_failed_attempt() {
                 .iter()
                 .map(|id| serde_json::json!({"rubric_id": id, "justification": "x".repeat(1 << 20), "verdict": "FAIL"}))
                 .collect();
-            ok(success_body("openai", &serde_json::json!({ "verdicts": items }).to_string()))
+            let body =
+                success_body("openai", &serde_json::json!({ "verdicts": items }).to_string());
+            if chunked { Action::Chunked(body) } else { ok(body) }
         } else {
             ok(success_body("openai", &verdicts_json(&req.rubric_ids(), &|_| "PASS")))
         }

@@ -53,6 +53,9 @@ pub enum Action {
     StatusLater(Duration, u16, String),
     /// Close the connection without a response.
     Drop,
+    /// Answer 200 with this body in chunks (no content-length up front, as
+    /// a streaming proxy sends it).
+    Chunked(String),
 }
 
 pub fn ok(body: String) -> Action {
@@ -140,6 +143,24 @@ impl MockServer {
                                 return;
                             }
                             Action::Drop => return,
+                            Action::Chunked(body) => {
+                                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+                                if socket.write_all(head.as_bytes()).await.is_err() {
+                                    return;
+                                }
+                                for chunk in body.as_bytes().chunks(64 * 1024) {
+                                    let size = format!("{:x}\r\n", chunk.len());
+                                    if socket.write_all(size.as_bytes()).await.is_err()
+                                        || socket.write_all(chunk).await.is_err()
+                                        || socket.write_all(b"\r\n").await.is_err()
+                                    {
+                                        return;
+                                    }
+                                }
+                                if socket.write_all(b"0\r\n\r\n").await.is_err() {
+                                    return;
+                                }
+                            }
                         }
                     }
                 });
