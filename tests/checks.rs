@@ -107,7 +107,7 @@ fn no_format_changes_and_revisions_remaining() {
     );
     assert_eq!(
         run(serde_json::json!({"type": "no_format_changes"}), &plain, None, "x"),
-        (Pass, "no formatting revisions".into())
+        (Pass, "no formatting or property revisions".into())
     );
     let Some(path) = corpus(
         "no_format_changes_and_revisions_remaining",
@@ -122,6 +122,39 @@ fn no_format_changes_and_revisions_remaining() {
     assert_eq!((v, why.as_str()), (Fail, "1 insertion/deletion remain (wanted ≤ 0)"));
     let by_eric = serde_json::json!({"type": "revisions_remaining", "author": "Eric White", "min": 1, "max": 1});
     assert_eq!(run(by_eric, &plain, None, "x").0, Pass);
+}
+
+/// Word's property revisions (numbering, section, table grid, row, table
+/// exception) are revisions: the gate counts them, `no_format_changes`
+/// names them, `revisions_remaining` counts them by their task-file names.
+#[test]
+fn property_revisions_in_word_files_are_format_changes() {
+    let cases = [
+        ("RP026-NumberingChange", "numbering_format", 2),
+        ("RP027-Change-Section", "section_format", 1),
+        ("RP028-Table-Grid-Change", "table_grid", 1),
+        ("RP029-Table-Row-Props-Change", "table_exception_format", 1),
+        ("RP033-Table-Prop-Ex-Change", "row_format", 2),
+        ("RP033-Table-Prop-Ex-Change", "table_exception_format", 2),
+    ];
+    for (file, kind, n) in cases {
+        let name = format!("powertools/{file}.docx");
+        let Some(path) = corpus("property_revisions_in_word_files_are_format_changes", &name)
+        else {
+            return;
+        };
+        let doc = load(&path);
+        let (v, why) = run(serde_json::json!({"type": "no_format_changes"}), &doc, None, "x");
+        assert_eq!(v, Fail, "{file}: {why}");
+        assert!(why.contains(&format!("{n} {kind}")), "{file}: {why}");
+        let exactly =
+            serde_json::json!({"type": "revisions_remaining", "kinds": [kind], "min": n, "max": n});
+        let (v, why) = run(exactly, &doc, None, "x");
+        assert_eq!(v, Pass, "{file}: {why}");
+        assert_eq!(why, format!("{n} {kind} remain (wanted exactly {n})"));
+        let gate = redjury::check::gate::check(&Ok(doc), "Eric White");
+        assert!(gate.passed, "{file}: {}", gate.reason);
+    }
 }
 
 #[test]

@@ -386,6 +386,22 @@ fn tables() {
     .err()
     .unwrap();
     assert!(e.to_string().contains("\"B2\" is not a cell address like \"R2C3\""), "{e}");
+    // A row that starts one grid column in (w:gridBefore) keeps its cells
+    // under the columns a reader sees them in.
+    let tc = |t: &str| format!("<w:tc><w:p>{}</w:p></w:tc>", run(t));
+    let shifted = Docx::body(&format!(
+        "<w:tbl><w:tr>{}{}{}</w:tr><w:tr><w:trPr><w:gridBefore w:val=\"1\"/></w:trPr>{}{}</w:tr></w:tbl>",
+        tc("Model"),
+        tc("Description"),
+        tc("Price"),
+        tc("Gauge"),
+        tc("1,200")
+    ))
+    .load();
+    pass(
+        json!({"type": "table", "index": 1, "cells": {"R2C2": "Gauge", "R2C3": "1,200"}}),
+        &shifted,
+    );
 }
 
 #[test]

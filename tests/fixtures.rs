@@ -353,6 +353,20 @@ fn counters_are_kept_per_abstract_numbering_and_start_override_restarts() {
     );
 }
 
+/// A `w:lvlOverride` may carry a whole level definition (`w:lvl`): the
+/// list instance then numbers with the override's format and text, not the
+/// abstract numbering's.
+#[test]
+fn a_level_override_with_its_own_definition_replaces_the_level() {
+    let numbering = r#"<w:abstractNum w:abstractNumId="5"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="upperRoman"/><w:lvlText w:val="Article %1"/></w:lvl></w:abstractNum><w:num w:numId="4"><w:abstractNumId w:val="5"/><w:lvlOverride w:ilvl="0"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="(%1)"/></w:lvl></w:lvlOverride></w:num>"#;
+    let d = Docx {
+        body: [np(4, 0, &run("a")), np(4, 0, &run("b"))].concat(),
+        numbering: Some(numbering.into()),
+        ..Default::default()
+    };
+    assert_eq!(accepted(&d), ["(a) a", "(b) b"]);
+}
+
 #[test]
 fn is_lgl_lvl_restart_formats_and_style_linked_headings() {
     let numbering = r#"<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="upperRoman"/><w:lvlText w:val="%1."/><w:pStyle w:val="Heading1"/></w:lvl><w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1.%2"/><w:isLgl/><w:pStyle w:val="Heading2"/></w:lvl><w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="ordinalText"/><w:lvlText w:val="%3:"/><w:lvlRestart w:val="0"/></w:lvl></w:abstractNum><w:num w:numId="7"><w:abstractNumId w:val="1"/></w:num>"#;

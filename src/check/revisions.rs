@@ -4,18 +4,28 @@ use super::{Facts, Outcome, by, verdict};
 use crate::docx::RevisionKind;
 
 pub(super) fn no_format_changes(facts: &Facts<'_>, author: Option<&str>) -> Outcome {
-    let n = facts
-        .doc
-        .revisions
-        .iter()
-        .filter(|r| r.kind.is_format() && by(author, r.author.as_deref()))
-        .count();
+    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
+    for r in facts.doc.revisions.iter().filter(|r| r.kind.is_format()) {
+        if by(author, r.author.as_deref()) {
+            *kinds.entry(kind_name(r.kind)).or_default() += 1;
+        }
+    }
+    let n: usize = kinds.values().sum();
     let reason = if n == 0 {
-        "no formatting revisions".into()
+        "no formatting or property revisions".into()
     } else {
-        format!("{n} formatting revision(s) (rPrChange/pPrChange)")
+        let each: Vec<String> = kinds.iter().map(|(k, c)| format!("{c} {k}")).collect();
+        format!("{n} formatting or property revision(s): {}", each.join(", "))
     };
     verdict(n == 0, reason)
+}
+
+/// A kind as task files write it ("run_format", "table_grid").
+fn kind_name(kind: RevisionKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{kind:?}"))
 }
 
 pub(super) fn remaining(
@@ -37,7 +47,7 @@ pub(super) fn remaining(
     let what = if kinds.is_empty() {
         "tracked changes".to_string()
     } else {
-        kinds.iter().map(|k| format!("{k:?}").to_lowercase()).collect::<Vec<_>>().join("/")
+        kinds.iter().map(|k| kind_name(*k)).collect::<Vec<_>>().join("/")
     };
     let whose = author.map(|a| format!(" by {a}")).unwrap_or_default();
     verdict(ok, format!("{n} {what}{whose} remain (wanted {})", bounds(min, max)))

@@ -24,19 +24,19 @@ pub(super) fn accepted_grid(t: &Table) -> Vec<Vec<String>> {
         .iter()
         .filter(|r| r.present(State::Accepted))
         .map(|r| {
-            r.cells
-                .iter()
-                .filter(|c| c.present(State::Accepted))
-                .map(|c| {
-                    let mut text = Vec::new();
-                    visit_paragraphs(&c.blocks, &mut |p: &Paragraph| {
-                        if p.present(State::Accepted) {
-                            text.push(crate::view::plain::paragraph_text(p, State::Accepted));
-                        }
-                    });
-                    normalise_ws(&text.join(" "))
-                })
-                .collect()
+            // Empty grid columns before the row's first cell (w:gridBefore)
+            // keep "R2C3" on the column a reader sees as the third.
+            let before = (0..r.grid_before).map(|_| String::new());
+            let cells = r.cells.iter().filter(|c| c.present(State::Accepted)).map(|c| {
+                let mut text = Vec::new();
+                visit_paragraphs(&c.blocks, &mut |p: &Paragraph| {
+                    if p.present(State::Accepted) {
+                        text.push(crate::view::plain::paragraph_text(p, State::Accepted));
+                    }
+                });
+                normalise_ws(&text.join(" "))
+            });
+            before.chain(cells).collect()
         })
         .collect()
 }

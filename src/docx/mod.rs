@@ -346,7 +346,10 @@ fn anchor_comments(doc: &mut Document) {
     let mut start: Vec<Option<usize>> = vec![None; n];
     let mut end: Vec<Option<usize>> = vec![None; n];
     let mut anchored = vec![false; n];
+    // In first-seen order (the warnings' order), with a set beside it so a
+    // file naming thousands of undefined comments stays linear.
     let mut dangling: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let index = &doc.comment_index;
     let mut visit = |p: &Paragraph| {
         for inline in &p.inlines {
@@ -356,7 +359,7 @@ fn anchor_comments(doc: &mut Document) {
                 | Inline::CommentEnd { id }
                 | Inline::CommentRef { id } => {
                     let Some(&i) = index.get(id) else {
-                        if !dangling.contains(id) {
+                        if seen.insert(id.clone()) {
                             dangling.push(id.clone());
                         }
                         continue;

@@ -644,10 +644,12 @@ fn check_f1(v: f64) -> Result<(), CheckSpecError> {
 
 /// Loads a gold document and the hash of its bytes.
 fn load_gold(path: &Path) -> Result<(Arc<Document>, String), CheckSpecError> {
-    let bytes = std::fs::read(path).map_err(|e| CheckSpecError::Parameter {
-        param: "gold_docx",
-        message: format!("cannot read {}: {e}", path.display()),
-    })?;
+    // read_file: a FIFO or a device named as a gold file is refused, not read.
+    let bytes =
+        docx::read_file(path, &docx::Limits::default()).map_err(|e| CheckSpecError::Parameter {
+            param: "gold_docx",
+            message: format!("cannot read {}: {e}", path.display()),
+        })?;
     let sha = crate::hash::sha256_hex_bytes(&bytes);
     let doc = docx::from_bytes(bytes, docx::Limits::default()).map_err(|e| {
         CheckSpecError::Parameter {
