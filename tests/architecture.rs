@@ -59,9 +59,10 @@ fn crate_refs(line: &str) -> Vec<String> {
         }
         let rest = &code[i + "crate::".len()..];
         if let Some(rest) = rest.strip_prefix('{') {
-            let inner = rest.split('}').next().unwrap_or("");
             refs.extend(
-                inner.split(',').map(|p| p.trim().split("::").next().unwrap_or("").to_string()),
+                group_items(rest)
+                    .iter()
+                    .map(|p| p.trim().split("::").next().unwrap_or("").trim().to_string()),
             );
         } else {
             refs.push(
@@ -74,6 +75,51 @@ fn crate_refs(line: &str) -> Vec<String> {
     }
     refs.retain(|r| !r.is_empty() && r != "self");
     refs
+}
+
+/// The top-level items of a `{…}` group (the text after its `{`), nested
+/// groups kept whole: `docx::{A, B}, view}` → ["docx::{A, B}", " view"].
+fn group_items(rest: &str) -> Vec<String> {
+    let (mut items, mut item, mut depth) = (Vec::new(), String::new(), 0usize);
+    for c in rest.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(std::mem::take(&mut item));
+                continue;
+            }
+            _ => {}
+        }
+        item.push(c);
+    }
+    items.push(item);
+    items
+}
+
+/// The file as statements a reader can scan line by line: a `use` group
+/// spread over several lines is joined onto its first line (whose number
+/// it keeps), so `use crate::{\n    docx,\n    view,\n};` is seen whole.
+fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut open = 0i64;
+    for (n, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        if open > 0 {
+            if let Some(last) = out.last_mut() {
+                last.1.push(' ');
+                last.1.push_str(code);
+            }
+        } else {
+            out.push((n, code.to_string()));
+        }
+        if open > 0 || code.contains("crate::{") {
+            open += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+            open = open.max(0);
+        }
+    }
+    out
 }
 
 #[test]
@@ -89,8 +135,8 @@ fn data_flows_one_way() {
             continue; // the crate root and the binary may use everything
         }
         let text = std::fs::read_to_string(file).expect("source is UTF-8");
-        for (n, line) in text.lines().enumerate() {
-            for to in crate_refs(line) {
+        for (n, line) in logical_lines(&text) {
+            for to in crate_refs(&line) {
                 if to == from {
                     continue;
                 }
@@ -127,4 +173,10 @@ fn the_reader_finds_every_form_of_path() {
     assert_eq!(crate_refs("use crate::{docx, view};"), ["docx", "view"]);
     assert_eq!(crate_refs("    let x = crate::hash::sha256_hex(&s); // crate::run"), ["hash"]);
     assert_eq!(crate_refs("use redjury::crate_like::x;"), Vec::<String>::new());
+    assert_eq!(crate_refs("use crate::{docx::{Block, Document}, view};"), ["docx", "view"]);
+    let spread =
+        "use crate::{\n    docx::{Block,\n        Document},\n    report, // later\n};\nfn f() {}";
+    let lines = logical_lines(spread);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(crate_refs(&lines[0].1), ["docx", "report"]);
 }
