@@ -3,8 +3,9 @@
 //! `redjury score` process a user runs (wall time and peak memory from GNU
 //! time, `apt-get install time`).
 //!
-//! Setup (not timed): 10,000 distinct outputs — the 8 example tasks' strong
-//! outputs, each trial with its own extra paragraph — and a cache warmed
+//! Setup (not timed): 10,000 distinct outputs — the example tasks' strong
+//! outputs, each trial with its own extra paragraph (the .xlsx term sheet
+//! as it is) — and a cache warmed
 //! with one stored answer per (prompt, judge). The judges point at a closed
 //! port, so a single network call would show up as a failure.
 //!
@@ -60,6 +61,11 @@ fn main() {
         .expect("example outputs")
         .flatten()
         .map(|e| e.path())
+        // REDJURY_BENCH_TASKS=s1,s4 keeps the outputs whose name holds one of them.
+        .filter(|p| match std::env::var("REDJURY_BENCH_TASKS") {
+            Ok(only) => only.split(',').any(|t| p.to_string_lossy().contains(t)),
+            Err(_) => true,
+        })
         .collect();
     examples.sort();
     let per_task = OUTPUTS / examples.len();
@@ -197,5 +203,9 @@ fn main() {
             .unwrap_or_else(|| "unknown (install GNU time)".into())
     );
     println!("the same with --no-views: {:.2} s", lean_wall.as_secs_f64());
-    let _ = std::fs::remove_dir_all(&work);
+    if std::env::var_os("REDJURY_BENCH_KEEP").is_some() {
+        println!("kept {} (outputs, panel.toml, cache.sqlite) for profiling", work.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&work);
+    }
 }

@@ -299,6 +299,30 @@ impl Judge {
         self.stopped.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Answers already stored for these calls, looked up in one trip off
+    /// the async workers (a warm rerun of 10,000 outputs would otherwise
+    /// wake a blocking thread once per call); `None` where the cache has no
+    /// answer or cannot be read, for [`Judge::call`] to handle.
+    pub async fn cached_many(
+        &self,
+        calls: &[(Arc<Prompt>, u32)],
+        cache: &Arc<Cache>,
+    ) -> Vec<Option<CallResult>> {
+        let keys: Vec<CallKey> = calls.iter().map(|(p, r)| self.call_key(p, *r)).collect();
+        let stored: Vec<Option<StoredResponse>> = cache
+            .blocking(move |c| keys.iter().map(|k| c.get_response(k).ok().flatten()).collect())
+            .await;
+        stored
+            .into_iter()
+            .zip(calls)
+            .map(|(s, (prompt, _))| {
+                let s = s?;
+                self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+                Some(votes_from_stored(&s, prompt, true))
+            })
+            .collect()
+    }
+
     /// A call that was not answered (its batch item expired, say): every
     /// rubric abstains with `reason`.
     pub fn unanswered(&self, prompt: &Prompt, reason: String) -> CallResult {

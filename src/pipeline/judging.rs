@@ -126,26 +126,43 @@ pub async fn judge(
     progress: &dyn Progress,
     skipped: &[Unanswered],
 ) -> Vec<TaskResult> {
+    let mut items = items;
+    // Shared, not copied: a prompt carries the whole document view.
+    let prompts: Vec<Option<Arc<Prompt>>> =
+        items.iter_mut().map(|i| i.prompt.take().map(Arc::new)).collect();
+    let asked = prompts.iter().filter(|p| p.is_some()).count() as u64;
+    progress.planned(judges.iter().map(|j| u64::from(j.config.repeats) * asked).sum(), 0);
     let mut set = tokio::task::JoinSet::new();
-    let mut planned = 0u64;
-    for (ii, item) in items.iter().enumerate() {
-        let Some(prompt) = &item.prompt else { continue };
-        for (ji, judge) in judges.iter().enumerate() {
+    let mut results: BTreeMap<(usize, usize), Vec<CallResult>> = BTreeMap::new();
+    for (ji, judge) in judges.iter().enumerate() {
+        let mut calls = Vec::new();
+        for (ii, prompt) in prompts.iter().enumerate() {
+            let Some(prompt) = prompt else { continue };
             for repeat in 0..judge.config.repeats {
-                let (judge, cache, prompt) = (judge.clone(), cache.clone(), prompt.clone());
-                planned += 1;
-                let digest = judge.call_key(&prompt, repeat).digest();
+                let digest = judge.call_key(prompt, repeat).digest();
                 if let Some(why) = skipped.get(ji).and_then(|s| s.get(&digest)) {
-                    let result = judge.unanswered(&prompt, why.clone());
-                    set.spawn(async move { (ii, ji, result) });
+                    results
+                        .entry((ii, ji))
+                        .or_default()
+                        .push(judge.unanswered(prompt, why.clone()));
+                    progress.finished(false);
                     continue;
                 }
-                set.spawn(async move { (ii, ji, judge.call(&prompt, repeat, &cache).await) });
+                calls.push((ii, (prompt.clone(), repeat)));
             }
         }
+        let (owners, calls): (Vec<usize>, Vec<(Arc<Prompt>, u32)>) = calls.into_iter().unzip();
+        let hits = judge.cached_many(&calls, cache).await;
+        for ((ii, (prompt, repeat)), hit) in owners.into_iter().zip(calls).zip(hits) {
+            if let Some(result) = hit {
+                progress.finished(true);
+                results.entry((ii, ji)).or_default().push(result);
+                continue;
+            }
+            let (judge, cache) = (judge.clone(), cache.clone());
+            set.spawn(async move { (ii, ji, judge.call(&prompt, repeat, &cache).await) });
+        }
     }
-    progress.planned(planned, 0);
-    let mut results: BTreeMap<(usize, usize), Vec<CallResult>> = BTreeMap::new();
     while let Some(joined) = set.join_next().await {
         // A call's task only ends by returning: judge calls never panic on
         // what a server sends. Should one, its votes stay abstentions.
@@ -158,7 +175,7 @@ pub async fn judge(
         .enumerate()
         .map(|(ii, item)| {
             let mut row = item.row;
-            if item.prompt.is_some() {
+            if prompts[ii].is_some() {
                 vote(&mut row, judges, quorum, |ji| {
                     results.get(&(ii, ji)).map(Vec::as_slice).unwrap_or(&[])
                 });
