@@ -47,12 +47,35 @@ async fn score_rerun_rejudge_report() {
         assert!(!text.contains("sk-e2e-secret"), "the API key reached {f}");
     }
 
-    // An identical rerun is served from the cache: zero network calls.
+    // rewards.jsonl and results.jsonl keep each reward unrounded (only the
+    // published figures are rounded to 4 places, as the reference rounds them).
+    let rewards: Vec<serde_json::Value> = std::fs::read_to_string(run1.join("rewards.jsonl"))
+        .expect("rewards")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let fine = rewards
+        .iter()
+        .filter_map(|r| r["reward"].as_f64())
+        .find(|x| ((x * 1e4).round() / 1e4 - x).abs() > 1e-12)
+        .expect("a reward with more than 4 decimal places");
+    assert!(rows.iter().any(|r| r["reward"].as_f64() == Some(fine)), "{fine}");
+
+    // An identical rerun is served from the cache: zero network calls. With
+    // --model, the reference CI is seeded by the model's name as the
+    // reference seeds it ("gpt55": 437).
     let run2 = dir.join("run2");
-    let (code, out, err) = redjury(score_args("gold/redlines", &panel, &run2, &cache), true).await;
+    let mut a = score_args("gold/redlines", &panel, &run2, &cache);
+    a.extend(["--model".to_string(), "gpt55".to_string()]);
+    let (code, out, err) = redjury(a, true).await;
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(judges.counts(), [13, 13, 13], "no call on the rerun");
     assert_eq!(results(&run2), rows, "same results");
+    let reference = &summary(&run2)["ci95_reference"];
+    assert_eq!(
+        (reference["model"].as_str(), reference["seed"].as_u64()),
+        (Some("gpt55"), Some(437))
+    );
     assert_eq!(summary(&run2)["judges"]["gpt"]["cache_hits"], 13);
 
     // Rejudge from the stored prompts with the Gemini judge's model changed:

@@ -283,6 +283,7 @@ pub fn load_tasks(dir: &Path) -> Result<Vec<Task>, TaskError> {
         let name = dir.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         tasks.push(load_task(dir, &name, &BTreeMap::new())?);
         warn_about_reference_rules(&tasks);
+        warn_about_category_spellings(&tasks);
         return Ok(tasks);
     }
     let entries = std::fs::read_dir(dir)
@@ -366,14 +367,7 @@ fn load_entry(path: &Path) -> Result<Option<Task>, TaskError> {
 /// Categories are keyed as written (as the reference keys them); two
 /// spellings that differ only in case become two categories, so say so.
 fn warn_about_category_spellings(tasks: &[Task]) {
-    let mut seen: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for r in tasks.iter().flat_map(|t| &t.rubrics) {
-        let spellings = seen.entry(r.category.to_lowercase()).or_default();
-        if !spellings.contains(&r.category.as_str()) {
-            spellings.push(&r.category);
-        }
-    }
-    for spellings in seen.values().filter(|s| s.len() > 1) {
+    for spellings in case_only_spellings(tasks) {
         let quoted: Vec<String> = spellings.iter().map(|s| format!("{s:?}")).collect();
         tracing::warn!(
             "categories {} differ only in letter case: they are counted as separate categories, as the reference counts them",
@@ -382,9 +376,40 @@ fn warn_about_category_spellings(tasks: &[Task]) {
     }
 }
 
+/// Category names that differ only in letter case, each group in the
+/// order first seen.
+fn case_only_spellings(tasks: &[Task]) -> Vec<Vec<&str>> {
+    let mut seen: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for r in tasks.iter().flat_map(|t| &t.rubrics) {
+        let spellings = seen.entry(r.category.to_lowercase()).or_default();
+        if !spellings.contains(&r.category.as_str()) {
+            spellings.push(&r.category);
+        }
+    }
+    seen.into_values().filter(|s| s.len() > 1).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn categories_differing_only_in_case_are_found_within_one_task_too() {
+        let rubric = |id: &str, category: &str| Rubric::llm(id, "criteria", category, 1);
+        let mut one = Task::named(
+            "redline-s1-t1-g01a",
+            Side::A,
+            "A",
+            vec![rubric("r1", "Legal correctness")],
+        );
+        assert!(case_only_spellings(std::slice::from_ref(&one)).is_empty());
+        one.rubrics.push(rubric("r2", "legal correctness"));
+        one.rubrics.push(rubric("r3", "Commercial context"));
+        assert_eq!(
+            case_only_spellings(std::slice::from_ref(&one)),
+            [vec!["Legal correctness", "legal correctness"]]
+        );
+    }
 
     #[test]
     fn task_names() {
