@@ -251,6 +251,35 @@ async fn expired_items_take_the_chosen_fallback() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errored_items_take_the_chosen_fallback() {
+    // Each provider's errored item (OpenAI's error file, Anthropic's
+    // "errored" result, Gemini's inline error) is read as errored, never as
+    // an answer: left incomplete with the provider's message, or sent live.
+    let p = Providers::start().await;
+    p.faults(|| Faults { error_every: 3, ..Faults::default() });
+    let dir = temp_dir("batch-errored");
+    let panel = p.panel(&dir, "");
+    let a =
+        run_args(&panel, &dir, "kept", "a.sqlite", &["--batch", "--batch-fallback", "incomplete"]);
+    let (code, out, err) = redjury(a, true).await;
+    assert!(code == 0 || code == 3, "{out}{err}");
+    assert_eq!(p.live_calls(), 0, "nothing sent live");
+    let text = std::fs::read_to_string(dir.join("kept/results.jsonl")).unwrap();
+    assert!(text.contains("the batch item errored"), "the reason is recorded");
+    assert!(results(&dir.join("kept")).iter().any(|r| r["status"] == "incomplete"));
+    let p = Providers::start().await;
+    p.faults(|| Faults { error_every: 3, ..Faults::default() });
+    let panel = p.panel(&dir, "");
+    let (code, out, err) =
+        redjury(run_args(&panel, &dir, "live", "b.sqlite", &["--batch"]), true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let errored: usize = p.created().iter().flatten().map(|n| n / 3).sum();
+    assert_eq!(p.live_calls(), errored, "exactly the errored calls went live");
+    assert!(results(&dir.join("live")).iter().all(|r| r["status"] != "incomplete"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_batch_and_a_cancelled_one_fall_back() {
     let p = Providers::start().await;
     p.faults(|| Faults { expire_batches: true, ..Faults::default() });

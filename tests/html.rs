@@ -116,13 +116,23 @@ async fn the_report_holds_every_task_and_the_summarys_figures_and_fetches_nothin
     assert_eq!(required, want.map(String::from).into(), "every trial of them, and nothing else");
     // Figures and counts are the summary's.
     let s = summary(&a);
+    let four = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or("—".into());
+    let (rows_a, _) = redjury::report::load_run(&a).unwrap();
+    let kappa = redjury::aggregate::agreement::agreement(&rows_a).fleiss_kappa;
+    let (ta, tb) = (s["turn_weighted"].as_f64(), summary(&b)["turn_weighted"].as_f64());
+    let mut seen = Vec::new();
     for (key, value) in marked(&html, "data-figure") {
         let want = match key.as_str() {
-            "fleiss_kappa" | "delta_turn_weighted" => continue,
-            k => s[k].as_f64().map(|v| format!("{v:.4}")).unwrap_or("—".into()),
+            "fleiss_kappa" => four(kappa),
+            "delta_turn_weighted" => format!("{:+.4}", ta.unwrap() - tb.unwrap()),
+            k => four(s[k].as_f64()),
         };
         assert_eq!(value, want, "{key}");
+        seen.push(key);
     }
+    assert!(
+        seen.iter().any(|k| k == "fleiss_kappa") && seen.iter().any(|k| k == "delta_turn_weighted")
+    );
     for (key, value) in marked(&html, "data-count") {
         assert_eq!(value, s["counts"][&key].to_string(), "{key}");
     }

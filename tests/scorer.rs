@@ -79,5 +79,14 @@ async fn progress_counts_judge_calls_only_and_says_which_came_from_the_cache() {
     );
     assert_eq!(rows, rerun);
     assert_eq!(server.requests().len(), 13);
+    // One output at a time gives the same row as the batch form; bytes and
+    // a path to the same file are one output.
+    let t = tasks.iter().find(|t| t.name == "redline-s1-t2-g01a").unwrap();
+    let file = root().join("scenarios/outputs/strong/redline-s1-t2-g01a.docx");
+    let one = scorer.score(t.clone(), OutputSource::Path(file.clone()), "1").await;
+    assert_eq!(Some(&one), rows.iter().find(|r| r.task == t.name));
+    let bytes = OutputSource::Bytes(std::fs::read(&file).unwrap());
+    assert_eq!(scorer.score(t.clone(), bytes, "1").await, one);
+    assert_eq!(server.requests().len(), 13, "both from the cache");
     let _ = std::fs::remove_file(&path);
 }
