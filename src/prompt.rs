@@ -36,6 +36,7 @@ pub struct Templates {
 
 #[derive(Debug, thiserror::Error)]
 /// Why a prompt set cannot be used.
+#[non_exhaustive]
 pub enum PromptError {
     #[error("cannot read prompt template {path}: {source}")]
     #[allow(missing_docs)]

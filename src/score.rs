@@ -55,6 +55,7 @@ pub fn reward(items: &[(i32, Option<Verdict>)]) -> Option<Reward> {
 /// What became of one task × trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Status {
     /// Every rubric has a verdict: the reward is final.
     Scored,

@@ -34,6 +34,7 @@ pub use gold::{GoldError, GoldSet, LabelledOutput};
 /// A bias probe, chosen by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Probe {
     /// The rubric list reversed.
     Order,
@@ -214,6 +215,14 @@ pub enum CalibrateError {
     #[error("probe {probe}: {message}")]
     #[allow(missing_docs)]
     Probe { probe: String, message: String },
+    /// A calibration folder cannot be read back.
+    #[error("cannot read {path}: {source} (is it a `redjury calibrate` folder?)")]
+    #[allow(missing_docs)]
+    Read { path: std::path::PathBuf, source: std::io::Error },
+    /// A calibration.json that does not parse.
+    #[error("{path}: {source}")]
+    #[allow(missing_docs)]
+    Parse { path: std::path::PathBuf, source: serde_json::Error },
 }
 
 /// The labelled outputs as pipeline work (trial = the output's name).

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::{Calibration, RaterFigures};
+use super::{CalibrateError, Calibration, RaterFigures};
 use crate::aggregate::calibration::Estimate;
 
 /// Writes `calibration.json` and `calibration.md` into `dir`.
@@ -18,12 +18,13 @@ pub fn write(dir: &Path, c: &Calibration) -> std::io::Result<()> {
 }
 
 /// Reads a calibration folder's `calibration.json`.
-pub fn load(dir: &Path) -> Result<Calibration, String> {
+pub fn load(dir: &Path) -> Result<Calibration, CalibrateError> {
     let path = dir.join("calibration.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        format!("cannot read {}: {e} (is it a `redjury calibrate` folder?)", path.display())
-    })?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(source) => return Err(CalibrateError::Read { path, source }),
+    };
+    serde_json::from_str(&text).map_err(|source| CalibrateError::Parse { path, source })
 }
 
 fn est(e: &Option<Estimate>) -> String {

@@ -480,7 +480,7 @@ fn report(
     };
     let agreement = redjury::aggregate::agreement::agreement(&rows);
     let calibration = match calibration {
-        Some(dir) => Some(redjury::calibrate::report::load(dir).map_err(anyhow::Error::msg)?),
+        Some(dir) => Some(redjury::calibrate::report::load(dir)?),
         None => None,
     };
     let mut text = redjury::report::markdown::summary(&summary);

@@ -52,6 +52,7 @@ pub struct Document {
 // A paragraph outweighs a table's header; boxing every paragraph would cost
 // an allocation each for nothing a reader sees.
 #[allow(clippy::large_enum_variant)]
+#[non_exhaustive]
 pub enum Block {
     /// A paragraph.
     Paragraph(Paragraph),
@@ -182,6 +183,7 @@ pub struct Bookmark {
 /// Inline content of a paragraph.
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Inline {
     /// Text with one revision state.
     Text(Span),
@@ -309,6 +311,7 @@ pub struct Story {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 /// The kinds of stories besides the body.
+#[non_exhaustive]
 pub enum StoryKind {
     /// A header part.
     Header,
@@ -358,6 +361,7 @@ pub struct Revision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 /// The kinds of tracked change Word records.
+#[non_exhaustive]
 pub enum RevisionKind {
     /// Inserted text (`w:ins`).
     Insertion,

@@ -23,6 +23,7 @@ pub struct Received {
 }
 
 /// Why no reply was received.
+#[non_exhaustive]
 pub enum TransportError {
     Timeout,
     Connection(String),

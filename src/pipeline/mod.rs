@@ -62,6 +62,7 @@ pub enum JudgeMode {
 
 /// Why no judge is called in a dry run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DryRunCause {
     /// `--dry-run` was asked for.
     Asked,

@@ -232,6 +232,7 @@ impl ResultsLog {
 
 #[derive(Debug, thiserror::Error)]
 /// Why a results folder could not be read.
+#[non_exhaustive]
 pub enum ReportError {
     #[error("{path}: {message}")]
     #[allow(missing_docs)]

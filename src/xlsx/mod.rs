@@ -42,6 +42,7 @@ pub struct Sheet {
 /// One cell's value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Cell {
     /// Text.
     Text(String),
