@@ -52,10 +52,11 @@ pub fn reward(items: &[(i32, Option<Verdict>)]) -> Option<Reward> {
     Some(Reward { reward: raw.clamp(0.0, 1.0), earned, penalty, total_positive })
 }
 
-/// What became of one task × trial.
+/// What became of one task × trial. Deliberately exhaustive: a trainer
+/// that matches on it must handle every status, so a new one would be a
+/// compile error, never a row silently read as a reward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum Status {
     /// Every rubric has a verdict: the reward is final.
     Scored,
