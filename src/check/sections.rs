@@ -1,8 +1,8 @@
 //! Sections of a document, addressed by list label ("9", "7.3", "8.1(a)")
 //! as numbered with every tracked change rejected: the document as it stood
-//! before this round of changes — or by heading or title ("Termination",
-//! "Schedule 1 – Price List"), ignoring case and spacing. A section
-//! includes its subsections.
+//! before this round of changes — or by the heading or title of a numbered
+//! paragraph ("Termination", "Schedule B – Fees"), ignoring case and
+//! spacing. A section includes its subsections.
 
 use std::collections::HashMap;
 
