@@ -711,3 +711,66 @@ async fn header_pacing_holds_a_sliding_window_limit() {
         assert_eq!(seen.requests_per_minute, Some(2400), "the limit the provider reported");
     }
 }
+
+/// Another process holds the cache's write lock while an answer comes in:
+/// the call waits for it off the async workers (a timer on the same
+/// single-threaded runtime keeps ticking), sends one request, and the
+/// answer is stored once the lock is released — none lost, none paid twice.
+#[tokio::test(flavor = "current_thread")]
+async fn a_cache_locked_by_another_process_loses_no_answer_and_blocks_no_worker() {
+    let server = MockServer::start(answering("openai", &["r1", "r2", "r3"])).await;
+    let judge = with_config(config(Provider::Openai, &server.url()));
+    let (cache, path) = temp_cache("locked");
+    let other = rusqlite::Connection::open(&path).expect("second connection");
+    other.execute_batch("BEGIN EXCLUSIVE").expect("write lock");
+    let holder = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        other.execute_batch("COMMIT").expect("release");
+    });
+    let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let ticker = {
+        let ticks = ticks.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    };
+    let started = Instant::now();
+    let r = judge.call(&prompt("doc"), 0, &cache).await;
+    let waited = started.elapsed();
+    ticker.abort();
+    holder.join().expect("holder");
+    assert_eq!(r.failure, None, "{:?}", r.failure);
+    assert_eq!(server.requests().len(), 1, "one request, no spurious retry");
+    assert!(waited >= Duration::from_millis(1400), "the write waited for the lock: {waited:?}");
+    let ticks = ticks.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(ticks >= 15, "the runtime kept running while SQLite waited: {ticks} ticks");
+    let key = judge.call_key(&prompt("doc"), 0);
+    assert!(cache.get_response(&key).expect("read").is_some(), "the answer is stored");
+}
+
+/// The same with a lock held past the cache's busy timeout: the answer
+/// cannot wait, so it goes to the journal beside the cache, and the next
+/// open stores it — the paid answer is still not lost.
+#[tokio::test(flavor = "current_thread")]
+async fn an_answer_the_locked_cache_cannot_take_in_time_is_journalled() {
+    let server = MockServer::start(answering("openai", &["r1", "r2", "r3"])).await;
+    let judge = with_config(config(Provider::Openai, &server.url()));
+    let (_, path) = temp_cache("journal");
+    let cache = Arc::new(Cache::open_with(&path, Duration::from_millis(200)).expect("cache"));
+    let other = rusqlite::Connection::open(&path).expect("second connection");
+    other.execute_batch("BEGIN EXCLUSIVE").expect("write lock");
+    let r = judge.call(&prompt("doc"), 0, &cache).await;
+    assert_eq!(r.failure, None, "{:?}", r.failure);
+    assert_eq!(server.requests().len(), 1);
+    other.execute_batch("COMMIT").expect("release");
+    drop(cache);
+    let reopened = Cache::open(&path).expect("reopen");
+    let key = judge.call_key(&prompt("doc"), 0);
+    assert!(
+        reopened.get_response(&key).expect("read").is_some(),
+        "the journalled answer is stored"
+    );
+}
