@@ -221,6 +221,26 @@ async fn identical_concurrent_requests_make_one_judge_call() {
     for s in &servers {
         assert_eq!(s.requests().len(), 1, "16 identical requests, one call per judge");
     }
+    // Once more, after the fact: from the cache. The metrics say all of it.
+    let (status, _, _) = post(&format!("{}/v1/score", served.url), &body).await;
+    assert_eq!(status, 200);
+    let metrics =
+        reqwest::get(format!("{}/metrics", served.url)).await.unwrap().text().await.unwrap();
+    let value = |series: &str| -> Vec<f64> {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(series) && !l.starts_with('#'))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect()
+    };
+    assert_eq!(value("redjury_judge_requests_total{"), [1.0, 1.0, 1.0], "{metrics}");
+    assert!(value("redjury_judge_cache_hits_total{").iter().all(|n| *n >= 1.0), "{metrics}");
+    assert_eq!(value("redjury_judge_retries_total{"), [0.0, 0.0, 0.0], "{metrics}");
+    assert_eq!(value("redjury_judge_failures_total{"), [0.0, 0.0, 0.0], "{metrics}");
+    assert!(value("redjury_judge_input_tokens_total{").iter().all(|n| *n > 0.0), "{metrics}");
+    assert_eq!(value("redjury_rows_total{status=\"scored\"}"), [17.0], "{metrics}");
+    assert_eq!(value("redjury_http_requests_total{route=\"/v1/score\",code=\"200\"}"), [17.0]);
+    assert_eq!(value("redjury_queue_depth"), [0.0], "{metrics}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
