@@ -586,23 +586,34 @@ impl<'c, 'x> Parser<'c, 'x> {
         }
     }
 
+    /// The insertion and deletion marks among a property container's
+    /// children (`w:ins`/`w:del` of a row, `w:cellIns`/`w:cellDel` of a
+    /// cell), each recorded as a revision; the last of each kind wins.
+    fn insertion_marks(
+        &mut self,
+        el: &Element,
+        (ins, ins_kind): (&str, RevisionKind),
+        (del, del_kind): (&str, RevisionKind),
+    ) -> (Option<usize>, Option<usize>) {
+        let (mut inserted, mut deleted) = (None, None);
+        for child in &el.children {
+            if child.name == ins {
+                inserted = Some(self.ctx.revision_of(ins_kind, child, Vec::new()));
+            } else if child.name == del {
+                deleted = Some(self.ctx.revision_of(del_kind, child, Vec::new()));
+            }
+        }
+        (inserted, deleted)
+    }
+
     /// `w:trPr` or `w:tblPrEx` of the row being read: row insertions and
     /// deletions, grid offsets, property changes.
     fn row_properties(&mut self, el: &Element) {
-        let mut marks = Vec::new();
-        for child in &el.children {
-            match child.name.as_str() {
-                "ins" => marks.push((
-                    true,
-                    self.ctx.revision_of(RevisionKind::RowInserted, child, Vec::new()),
-                )),
-                "del" => marks.push((
-                    false,
-                    self.ctx.revision_of(RevisionKind::RowDeleted, child, Vec::new()),
-                )),
-                _ => {}
-            }
-        }
+        let (inserted, deleted) = self.insertion_marks(
+            el,
+            ("ins", RevisionKind::RowInserted),
+            ("del", RevisionKind::RowDeleted),
+        );
         let grid = |name: &str| {
             el.child(name)
                 .and_then(|g| g.attr("val"))
@@ -617,13 +628,8 @@ impl<'c, 'x> Parser<'c, 'x> {
             _ => self.property_change(el, "trPrChange", RevisionKind::RowFormat),
         };
         let Some(Frame::Row(row)) = self.frames.last_mut() else { return };
-        for (inserted, rev) in marks {
-            if inserted {
-                row.inserted = Some(rev);
-            } else {
-                row.deleted = Some(rev);
-            }
-        }
+        row.inserted = inserted.or(row.inserted);
+        row.deleted = deleted.or(row.deleted);
         row.grid_before = before.unwrap_or(row.grid_before);
         row.grid_after = after.unwrap_or(row.grid_after);
         row.format_changes.extend(change);
@@ -632,30 +638,16 @@ impl<'c, 'x> Parser<'c, 'x> {
     /// `w:tcPr` of the cell being read: cell insertions and deletions,
     /// vertical merges, property changes.
     fn cell_properties(&mut self, el: &Element) {
-        let mut marks = Vec::new();
-        for child in &el.children {
-            match child.name.as_str() {
-                "cellIns" => marks.push((
-                    true,
-                    self.ctx.revision_of(RevisionKind::CellInserted, child, Vec::new()),
-                )),
-                "cellDel" => marks.push((
-                    false,
-                    self.ctx.revision_of(RevisionKind::CellDeleted, child, Vec::new()),
-                )),
-                _ => {}
-            }
-        }
+        let (inserted, deleted) = self.insertion_marks(
+            el,
+            ("cellIns", RevisionKind::CellInserted),
+            ("cellDel", RevisionKind::CellDeleted),
+        );
         let merged = el.child("vMerge").map(|m| m.attr("val") != Some("restart"));
         let change = self.property_change(el, "tcPrChange", RevisionKind::CellFormat);
         let Some(Frame::Cell(cell)) = self.frames.last_mut() else { return };
-        for (inserted, rev) in marks {
-            if inserted {
-                cell.inserted = Some(rev);
-            } else {
-                cell.deleted = Some(rev);
-            }
-        }
+        cell.inserted = inserted.or(cell.inserted);
+        cell.deleted = deleted.or(cell.deleted);
         cell.merged_continue = merged.unwrap_or(cell.merged_continue);
         cell.format_changes.extend(change);
     }
