@@ -250,6 +250,28 @@ async fn expired_items_take_the_chosen_fallback() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// --dry-run wins over --batch: with every key set, nothing is uploaded,
+/// no batch is created, no call goes live, and the estimate is at the
+/// batch price. (It once submitted the batches and then judged live.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_dry_run_submits_nothing() {
+    let p = Providers::start().await;
+    let dir = temp_dir("batch-dry-keys");
+    let panel = p.panel(&dir, "");
+    let a = run_args(&panel, &dir, "dry", "a.sqlite", &["--batch", "--dry-run"]);
+    let (code, out, err) = redjury(a, true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(p.created().iter().all(|b| b.is_empty()), "no batch created: {:?}", p.created());
+    assert_eq!(p.live_calls(), 0, "no call sent live");
+    let s = summary(&dir.join("dry"));
+    assert_eq!(s["dry_run"], true);
+    for (name, j) in s["judges"].as_object().unwrap() {
+        assert_eq!(j["requests"], 0, "{name}");
+        assert!(j["estimate"]["calls"].as_u64().unwrap() > 0, "{name}: {j}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errored_items_take_the_chosen_fallback() {
     // Each provider's errored item (OpenAI's error file, Anthropic's

@@ -429,3 +429,29 @@ async fn one_document_under_two_layouts_is_one_prompt() {
     assert_eq!(judges.counts(), [1, 1, 1], "the second layout reuses every answer");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A dry run of a batch run prices the calls at the batch rates: half of
+/// the live estimate at every provider of the default panel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_dry_run_is_estimated_at_the_batch_price() {
+    let dir = temp_dir("batch-dry");
+    let estimate = |out: &str, extra: &[&str]| {
+        let mut a = args(&["score", "--tasks", "rubrics", "--outputs", "scenarios/outputs/strong"]);
+        a.extend(args(&["--out", &p(&dir.join(out)), "--dry-run", "--quiet"]));
+        a.extend(args(extra));
+        a
+    };
+    let (code, _, err) = redjury(estimate("live", &[]), false).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = redjury(estimate("batch", &["--batch"]), false).await;
+    assert_eq!(code, 0, "{err}");
+    let (live, batch) = (summary(&dir.join("live")), summary(&dir.join("batch")));
+    let judges = live["judges"].as_object().unwrap();
+    assert_eq!(judges.len(), 3);
+    for name in judges.keys() {
+        let cost = |s: &serde_json::Value| s["judges"][name]["estimate"]["max_cost_usd"].as_f64();
+        let (l, b) = (cost(&live).unwrap(), cost(&batch).unwrap());
+        assert!(l > 0.0 && (b - l / 2.0).abs() < 1e-9, "{name}: live {l}, batch {b}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

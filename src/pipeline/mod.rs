@@ -259,29 +259,9 @@ impl Scorer {
     /// Judges prepared outputs (or estimates them in a dry run), votes and
     /// settles every row.
     pub async fn judge(&self, items: Vec<Prepared>, progress: &dyn Progress) -> Vec<TaskResult> {
-        for item in &items {
-            if let Some(p) = &item.prompt {
-                let (cache, p) = (self.cache.clone(), p.clone());
-                if let Err(e) = self.cache.blocking(move |_| cache.put_prompt(&p)).await {
-                    tracing::warn!("{e}; rejudge will not find this prompt");
-                }
-            }
-        }
+        self.store_prompts(&items).await;
         if self.dry_run.is_some() {
-            let mut estimates = self.estimates.lock().unwrap_or_else(|p| p.into_inner());
-            for item in &items {
-                if let Some(p) = &item.prompt {
-                    estimates.add(&self.judges, p, &self.cache);
-                }
-            }
-            return items
-                .into_iter()
-                .map(|i| {
-                    let mut row = i.row;
-                    row.settle_unjudged();
-                    row
-                })
-                .collect();
+            return self.estimate(items);
         }
         let skipped = match self.dispatch {
             Dispatch::Live => Vec::new(),
@@ -293,9 +273,44 @@ impl Scorer {
         self.judge_skipping(items, progress, &skipped).await
     }
 
+    /// Stores every prompt of `items` (rejudge reads them back by hash).
+    async fn store_prompts(&self, items: &[Prepared]) {
+        for item in items {
+            if let Some(p) = &item.prompt {
+                let (cache, p) = (self.cache.clone(), p.clone());
+                if let Err(e) = self.cache.blocking(move |_| cache.put_prompt(&p)).await {
+                    tracing::warn!("{e}; rejudge will not find this prompt");
+                }
+            }
+        }
+    }
+
+    /// A dry run's rows: each prompt's calls added to the estimates, no
+    /// judge called, judged rubrics left pending.
+    fn estimate(&self, items: Vec<Prepared>) -> Vec<TaskResult> {
+        let mut estimates = self.estimates.lock().unwrap_or_else(|p| p.into_inner());
+        for item in &items {
+            if let Some(p) = &item.prompt {
+                estimates.add(&self.judges, p, &self.cache);
+            }
+        }
+        items
+            .into_iter()
+            .map(|i| {
+                let mut row = i.row;
+                row.settle_unjudged();
+                row
+            })
+            .collect()
+    }
+
     /// Submits the calls of `items` not in the cache as batches, without
     /// waiting: a run submits all its batches before it waits on any.
     pub async fn submit_batches(&self, items: &[Prepared]) -> Vec<batch::Plan<'_>> {
+        // A dry run submits nothing, whoever asks.
+        if self.dry_run.is_some() {
+            return Vec::new();
+        }
         judging::submit(items, &self.judges, &self.cache).await
     }
 
@@ -318,6 +333,11 @@ impl Scorer {
         progress: &dyn Progress,
         skipped: &[Unanswered],
     ) -> Vec<TaskResult> {
+        // A dry run calls no judge, whoever asks: it estimates.
+        if self.dry_run.is_some() {
+            self.store_prompts(&items).await;
+            return self.estimate(items);
+        }
         judging::judge(items, &self.judges, self.quorum, &self.cache, progress, skipped).await
     }
 

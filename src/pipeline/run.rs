@@ -228,7 +228,8 @@ async fn judge_chunks(
     mut prepare: impl AsyncFnMut(usize, Pass) -> Result<Vec<Prepared>, RunError>,
 ) -> Result<Vec<TaskResult>, RunError> {
     let mut rows = Vec::new();
-    let Dispatch::Batch(fallback) = scorer.dispatch() else {
+    // A dry run estimates in one pass, batch or not: nothing is submitted.
+    let (Dispatch::Batch(fallback), None) = (scorer.dispatch(), scorer.dry_run()) else {
         for i in 0..chunks {
             let prepared = prepare(i, Pass::First).await?;
             rows.extend(scorer.judge(prepared, progress).await);
