@@ -136,8 +136,9 @@ struct JudgeFile {
     base_url: Option<String>,
     /// `""` = the server needs no key (a local server).
     api_key_env: Option<String>,
-    rpm: Spanned<RateField>,
-    tpm: Spanned<RateField>,
+    /// Absent = "auto" where the provider sends rate-limit headers.
+    rpm: Option<Spanned<RateField>>,
+    tpm: Option<Spanned<RateField>>,
     max_concurrency: Spanned<i64>,
     timeout_secs: Spanned<i64>,
     max_attempts: Spanned<i64>,
@@ -339,6 +340,30 @@ impl Locator<'_> {
     }
     /// A rate: a number in 1..=hi, or "auto" for a provider that sends
     /// rate-limit headers.
+    /// `rpm` / `tpm`, or "auto" when left out: a starting point the
+    /// provider's headers correct. Gemini sends no headers, so there the
+    /// figure must be given.
+    fn optional_rate(
+        &self,
+        v: &Option<Spanned<RateField>>,
+        field: &str,
+        judge: &Spanned<String>,
+        provider: Provider,
+        hi: i64,
+    ) -> Result<Rate, ConfigError> {
+        match v {
+            Some(v) => self.rate(v, field, judge.get_ref(), provider, hi),
+            None if provider != Provider::Gemini => Ok(Rate::Auto),
+            None => Err(self.at(
+                judge.span(),
+                format!(
+                    "judge '{}': give {field}: Gemini sends no rate-limit headers to learn it from (your quota is in Google AI Studio)",
+                    judge.get_ref()
+                ),
+            )),
+        }
+    }
+
     fn rate(
         &self,
         v: &Spanned<RateField>,
@@ -476,8 +501,8 @@ fn judge(loc: &Locator<'_>, j: &JudgeFile) -> Result<JudgeConfig, ConfigError> {
         model: j.model.clone(),
         base_url,
         api_key_env,
-        rpm: loc.rate(&j.rpm, "rpm", n, j.provider, 1_000_000)?,
-        tpm: loc.rate(&j.tpm, "tpm", n, j.provider, 1_000_000_000)?,
+        rpm: loc.optional_rate(&j.rpm, "rpm", &j.name, j.provider, 1_000_000)?,
+        tpm: loc.optional_rate(&j.tpm, "tpm", &j.name, j.provider, 1_000_000_000)?,
         max_concurrency: loc.int(&j.max_concurrency, "max_concurrency", n, 1, 1024)? as u32,
         timeout_secs: loc.int(&j.timeout_secs, "timeout_secs", n, 1, 3600)?,
         max_attempts: loc.int(&j.max_attempts, "max_attempts", n, 1, 20)? as u32,
@@ -614,6 +639,12 @@ max_attempts = 3
         assert!(e.contains("line 6") && e.contains("Gemini does not send"), "{e}");
         let e = error(&ONE.replace("rpm = 60", "rpm = \"fast\""));
         assert!(e.contains("rpm must be a number or \"auto\", got \"fast\""), "{e}");
+        // Left out: "auto" where headers come, an error naming the judge for Gemini.
+        let unset = ONE.replace("rpm = 60\n", "").replace("tpm = 100000\n", "");
+        let p = PanelConfig::parse(&unset, "p.toml").expect("loads");
+        assert_eq!((p.judges[0].rpm, p.judges[0].tpm), (Rate::Auto, Rate::Auto));
+        let e = error(&unset.replace("provider = \"openai\"", "provider = \"gemini\""));
+        assert!(e.contains("judge 'j': give rpm: Gemini sends no rate-limit headers"), "{e}");
     }
 
     fn error(text: &str) -> String {
