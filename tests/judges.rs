@@ -683,14 +683,20 @@ async fn identical_concurrent_calls_share_one_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_pacing_holds_a_sliding_window_limit() {
-    // 40 a second in any sliding second; rpm set to the limit, then learned.
-    for rpm in [Rate::PerMinute(2400), Rate::Auto] {
-        let (handler, window) = sliding_window("openai", 40, Reports::OpenAi);
+    // 40 a second in any sliding second; rpm set to the limit, then
+    // learned, from OpenAI's headers and from Anthropic's.
+    let cases = [
+        (Provider::Openai, Reports::OpenAi, Rate::PerMinute(2400)),
+        (Provider::Openai, Reports::OpenAi, Rate::Auto),
+        (Provider::Anthropic, Reports::Anthropic, Rate::Auto),
+    ];
+    for (provider, reports, rpm) in cases {
+        let (handler, window) = sliding_window(provider.as_str(), 40, reports);
         let server = MockServer::start(handler).await;
-        let mut cfg = config(Provider::Openai, &server.url());
+        let mut cfg = config(provider, &server.url());
         (cfg.rpm, cfg.max_concurrency, cfg.max_attempts) = (rpm, 16, 6);
         let judge = Arc::new(with_config(cfg));
-        let (cache, _) = temp_cache(&format!("sliding-{rpm:?}"));
+        let (cache, _) = temp_cache(&format!("sliding-{}-{rpm:?}", provider.as_str()));
         let mut set = tokio::task::JoinSet::new();
         for i in 0..200 {
             let (judge, cache) = (judge.clone(), cache.clone());

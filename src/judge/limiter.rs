@@ -85,12 +85,18 @@ struct Pace {
     learned_rpm: Option<u64>,
     /// Tokens left until the given instant, by the provider's last word.
     token_budget: Option<(u64, Instant)>,
+    /// Output tokens left until the given instant (Anthropic counts them
+    /// apart from input tokens).
+    output_budget: Option<(u64, Instant)>,
     observed: ObservedLimits,
 }
 
 /// One judge's pacing: requests, tokens and calls in flight.
 pub struct Limiter {
     rpm: Rate,
+    /// Output tokens a request may use (its `max_output_tokens`): what it
+    /// needs left of a reported output-token budget to go; 0 = unchecked.
+    output_reserve: u64,
     pace: Mutex<Pace>,
     tokens: Option<(DefaultDirectRateLimiter, NonZeroU32)>,
     slots: Arc<Semaphore>,
@@ -124,6 +130,7 @@ impl Limiter {
         let now = Instant::now();
         Limiter {
             rpm,
+            output_reserve: 0,
             pace: Mutex::new(Pace {
                 first_out: None,
                 replied: false,
@@ -133,6 +140,7 @@ impl Limiter {
                 factor: 1.0,
                 learned_rpm: None,
                 token_budget: None,
+                output_budget: None,
                 observed: ObservedLimits::default(),
             }),
             tokens,
@@ -140,6 +148,13 @@ impl Limiter {
             sent: AtomicU64::new(0),
             quickened: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Holds a request while the provider reports fewer output tokens
+    /// left than one request may use (`max_output_tokens`).
+    pub fn with_output_reserve(mut self, max_output_tokens: u64) -> Limiter {
+        self.output_reserve = max_output_tokens;
+        self
     }
 
     /// Waits for a concurrency slot, then for the token and request budgets.
@@ -189,6 +204,13 @@ impl Limiter {
                 p.hold_until = Some(p.hold_until.map_or(until, |h| h.max(until)));
             }
         }
+        if let Some((left, until)) = p.output_budget {
+            if until <= now {
+                p.output_budget = None;
+            } else if self.output_reserve > left {
+                p.hold_until = Some(p.hold_until.map_or(until, |h| h.max(until)));
+            }
+        }
         // Slow start: one request, then wait for its reply. It reports the
         // budget (another process may be spending it) and it absorbs the
         // connection's set-up time, which would otherwise bunch the first
@@ -218,6 +240,9 @@ impl Limiter {
         p.next_at = start + self.interval(&p);
         if let Some((left, until)) = p.token_budget {
             p.token_budget = Some((left.saturating_sub(estimated_tokens), until));
+        }
+        if let Some((left, until)) = p.output_budget {
+            p.output_budget = Some((left.saturating_sub(self.output_reserve), until));
         }
         None
     }
@@ -302,6 +327,11 @@ impl Limiter {
             .min_by_key(|(left, _)| *left);
         if spendable.is_some() {
             p.token_budget = spendable;
+        }
+        if let Some((Some(left), Some(reset))) =
+            headers.output_tokens.map(|b| (b.remaining, b.reset))
+        {
+            p.output_budget = Some((left, now + reset));
         }
     }
 
@@ -399,5 +429,27 @@ mod tests {
         let at = l.reserve(400).expect("100 left: wait for the reset");
         assert!(at.saturating_duration_since(Instant::now()) > Duration::from_millis(500));
         assert_eq!(l.observed().tokens_per_minute, Some(100_000));
+    }
+
+    /// Anthropic's output tokens are a budget of their own: a request that
+    /// may write more than is left waits for the reset.
+    #[tokio::test]
+    async fn a_spent_output_token_budget_holds_the_next_request() {
+        let l = Limiter::new(Rate::PerMinute(600_000), Rate::Auto, 4).with_output_reserve(1024);
+        let output = RateHeaders {
+            output_tokens: Some(Budget {
+                limit: Some(80_000),
+                remaining: Some(2_500),
+                reset: Some(Duration::from_millis(800)),
+            }),
+            ..Default::default()
+        };
+        let pass = l.acquire(1).await;
+        l.observe(&pass, &output, false);
+        assert!(l.reserve(1).is_none(), "1,024 of the 2,500 left");
+        assert!(l.reserve(1).is_none(), "1,024 of the 1,476 left");
+        let at = l.reserve(1).expect("452 left: wait for the reset");
+        assert!(at.saturating_duration_since(Instant::now()) > Duration::from_millis(500));
+        assert_eq!(l.observed().output_tokens_per_minute, Some(80_000));
     }
 }

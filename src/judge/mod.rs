@@ -262,7 +262,8 @@ impl Judge {
             .connect_timeout(Duration::from_secs(config.timeout_secs.min(10)))
             .build()
             .map_err(|e| JudgeError { judge: config.name.clone(), message: e.to_string() })?;
-        let limiter = Limiter::new(config.rpm, config.tpm, config.max_concurrency);
+        let limiter = Limiter::new(config.rpm, config.tpm, config.max_concurrency)
+            .with_output_reserve(u64::from(config.max_output_tokens));
         let owner = crate::cache::lease_owner(&format!("{}-{:x}", config.name, rand_u64()));
         Ok(Judge {
             config,

@@ -279,6 +279,32 @@ pub enum Reports {
     Nothing,
     /// OpenAI's `x-ratelimit-*-requests` headers.
     OpenAi,
+    /// Anthropic's `anthropic-ratelimit-requests-*` headers (the reset as
+    /// an RFC 3339 instant).
+    Anthropic,
+}
+
+/// An instant as Anthropic writes it: RFC 3339, UTC, milliseconds.
+fn rfc3339(t: std::time::SystemTime) -> String {
+    let since = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let (secs, millis) = (since.as_secs() as i64, since.subsec_millis());
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days to a civil date (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }
 
 /// When a rate-limited mock accepted and refused requests.
@@ -361,6 +387,16 @@ pub fn shared_window(
         // Whole again when the newest request leaves the window.
         let reset = recent.back().map(|t| Duration::from_secs(1).saturating_sub(now - *t));
         let mut headers: Vec<(String, String)> = Vec::new();
+        if reports == Reports::Anthropic {
+            let limit = (per_second * 60).to_string();
+            headers.push(("anthropic-ratelimit-requests-limit".into(), limit));
+            let left = (per_second - recent.len()).to_string();
+            headers.push(("anthropic-ratelimit-requests-remaining".into(), left));
+            if let Some(r) = reset {
+                let at = rfc3339(std::time::SystemTime::now() + r);
+                headers.push(("anthropic-ratelimit-requests-reset".into(), at));
+            }
+        }
         if reports == Reports::OpenAi {
             headers.push(("x-ratelimit-limit-requests".into(), (per_second * 60).to_string()));
             headers.push((
