@@ -315,6 +315,34 @@ async fn sigterm_mid_batch_loses_no_answer() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Work that outlasts the grace period does not hold the process: it
+/// exits 1 when the grace period ends, saying how many outputs were left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_with_the_grace_period_and_says_what_was_left() {
+    let dir = temp_dir("serve-grace");
+    let (panel, _servers) = all_slow(&dir, Duration::from_secs(20)).await;
+    let mut served = start(&dir, serve_args(&panel, &dir, &["--grace", "1"]));
+    let body = json!({"task": "redline-s1-t1-g01a", "docx_base64": b64(&output("strong", "redline-s1-t1-g01a"))});
+    let url = format!("{}/v1/score", served.url);
+    let client = reqwest::Client::new();
+    let pending = tokio::spawn(async move { client.post(&url).json(&body).send().await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let asked = std::time::Instant::now();
+    served.term();
+    assert_eq!(served.wait(Duration::from_secs(10)), Some(1), "{}", served.stderr());
+    let took = asked.elapsed();
+    assert!(took < Duration::from_secs(5), "the grace period (1 s) bounds the shutdown: {took:?}");
+    assert!(
+        served.stderr().contains("stopped with 1 outputs unfinished after the grace period"),
+        "{}",
+        served.stderr()
+    );
+    // The caller is not left waiting on a dead server.
+    let reply = tokio::time::timeout(Duration::from_secs(5), pending).await;
+    assert!(reply.is_ok(), "the request ended when the process did");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_judge_stopped_by_401_yields_the_policy_never_zero() {
     let dir = temp_dir("serve-401");
