@@ -288,6 +288,26 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
         text.contains("## Panel calibration") && text.contains("| perfect | 336 | 1.000"),
         "{text}"
     );
+    // The HTML report carries the same figures.
+    let html = dir.join("report.html");
+    let (code, _, stderr) = redjury(
+        args(&[
+            "report",
+            &run.display().to_string(),
+            "--calibration",
+            &out.display().to_string(),
+            "--html",
+            &html.display().to_string(),
+        ]),
+        false,
+    )
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let section = &page[page.find("Calibration against gold labels").expect("the section")..];
+    let section = &section[..section.find("</table>").unwrap()];
+    assert!(section.contains("<td>perfect</td>") && section.contains(">336<"), "{section}");
+    assert!(section.contains("<td>flipper</td>") && section.contains("0.964"), "{section}");
 
     // A second run is free: every call comes from the cache.
     let calls: usize = servers.iter().map(|s| s.requests().len()).sum();

@@ -655,6 +655,16 @@ async fn openai_compatible_servers_get_their_fields_and_no_key() {
     let raw = &default.requests()[0].body;
     let at = |s: &str| raw.find(&format!("\"{s}\":{{\"type\"")).unwrap_or(usize::MAX);
     assert!(at("rubric_id") < at("justification") && at("justification") < at("verdict"), "{raw}");
+    // A server with no structured output at all: no response_format, and
+    // the verdicts are still read from the reply's JSON text.
+    let plain = MockServer::start(answering("openai", &["r1"])).await;
+    let mut c = config(Provider::Openai, &plain.url());
+    c.structured_output = redjury::judge::config::StructuredOutput::None;
+    let (cache, _) = temp_cache("compatible-none");
+    let r = with_config(c).call(&prompt("doc"), 0, &cache).await;
+    assert_eq!(r.failure, None);
+    assert_eq!(r.votes["r1"].verdict(), Some(Verdict::Pass));
+    assert!(plain.requests()[0].json().get("response_format").is_none());
 }
 
 #[tokio::test]
