@@ -455,3 +455,31 @@ async fn a_batch_dry_run_is_estimated_at_the_batch_price() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The limits each judge's provider reported are in the summary: OpenAI's
+/// and Anthropic's rate-limit headers, and none from Gemini.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_reports_the_limits_each_judge_observed() {
+    let judges = Judges {
+        openai: MockServer::start(sliding_window("openai", 40, Reports::OpenAi).0).await,
+        anthropic: MockServer::start(sliding_window("anthropic", 40, Reports::Anthropic).0).await,
+        gemini: MockServer::start(stand_in("gemini", "gold")).await,
+    };
+    let dir = temp_dir("observed");
+    let panel = judges.panel(&dir, "gemini-test");
+    let run = dir.join("run");
+    let (code, out, err) =
+        redjury(score_args("gold/redlines", &panel, &run, &dir.join("cache.sqlite")), true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let s = summary(&run);
+    for judge in ["gpt", "claude"] {
+        let seen = &s["judges"][judge]["observed_limits"];
+        assert_eq!(seen["requests_per_minute"], 2400, "{judge}: {seen}");
+    }
+    let gemini = &s["judges"]["gemini"]["observed_limits"];
+    assert!(gemini.is_null() || gemini["requests_per_minute"].is_null(), "{gemini}");
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("gpt: limits reported: 2400 requests a minute"), "{md}");
+    assert!(md.contains("claude: limits reported: 2400 requests a minute"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
