@@ -35,6 +35,7 @@
 
 pub mod aggregate;
 pub mod cache;
+pub mod calendar;
 pub mod calibrate;
 pub mod check;
 pub mod docx;

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 /// Modules any stage may use; they use none of the crate themselves.
-const VOCABULARY: &[&str] = &["hash", "verdict"];
+const VOCABULARY: &[&str] = &["calendar", "hash", "verdict"];
 
 /// The stages in data-flow order.
 const STAGES: &[&str] = &[

@@ -137,7 +137,7 @@ fn rfc3339_seconds(v: &str) -> Option<f64> {
             sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60)
         }
     };
-    let days = super::http::days_from_civil(year, month, day);
+    let days = crate::calendar::days_from_civil(year, month, day);
     Some((days * 86_400 + h * 3600 + m * 60 - offset_secs) as f64 + s)
 }
 

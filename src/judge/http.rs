@@ -103,18 +103,7 @@ fn parse_http_date(value: &str) -> Option<i64> {
     let year: i64 = year.parse().ok()?;
     let hms: Vec<i64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
     let [h, m, s] = hms.as_slice() else { return None };
-    Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s)
-}
-
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    Some(crate::calendar::days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s)
 }
 
 /// Gemini's 429 bodies carry `RetryInfo.retryDelay` ("38s").

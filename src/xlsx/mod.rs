@@ -492,7 +492,7 @@ pub fn serial_date(serial: f64, date1904: bool) -> String {
     if bug && days < 60 {
         d += 1; // before the phantom 29 February 1900
     }
-    let (y, m, day) = civil_from_days(d);
+    let (y, m, day) = crate::calendar::civil_from_days(d);
     if seconds == 0 {
         format!("{y:04}-{m:02}-{day:02}")
     } else {
@@ -503,18 +503,6 @@ pub fn serial_date(serial: f64, date1904: bool) -> String {
             seconds % 60
         )
     }
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// The workbook as Markdown tables, one per sheet, with column letters and
