@@ -223,12 +223,19 @@ async fn oversized_submissions_are_split() {
     let _ = std::fs::remove_dir_all(&dir2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expired_items_take_the_chosen_fallback() {
-    // Left incomplete: the judges abstain with the reason, nothing goes live.
+/// Batch items that did not run — every `every`-th item of a batch, as
+/// `faults` makes them fail — are left incomplete with `reason` under
+/// `--batch-fallback incomplete` (nothing goes live), and by default sent
+/// live, exactly those calls, so every row is scored.
+async fn failed_items_take_the_chosen_fallback(
+    tag: &str,
+    faults: fn() -> Faults,
+    every: usize,
+    reason: &str,
+) {
     let p = Providers::start().await;
-    p.faults(|| Faults { expire_every: 2, ..Faults::default() });
-    let dir = temp_dir("batch-expired");
+    p.faults(faults);
+    let dir = temp_dir(tag);
     let panel = p.panel(&dir, "");
     let a =
         run_args(&panel, &dir, "kept", "a.sqlite", &["--batch", "--batch-fallback", "incomplete"]);
@@ -236,18 +243,30 @@ async fn expired_items_take_the_chosen_fallback() {
     assert!(code == 0 || code == 3, "{out}{err}");
     assert_eq!(p.live_calls(), 0, "nothing sent live");
     let text = std::fs::read_to_string(dir.join("kept/results.jsonl")).unwrap();
-    assert!(text.contains("the batch expired before this call ran"), "the reason is recorded");
-    // Sent live: every row is scored.
+    assert!(text.contains(reason), "the reason is recorded");
+    assert!(results(&dir.join("kept")).iter().any(|r| r["status"] == "incomplete"));
     let p = Providers::start().await;
-    p.faults(|| Faults { expire_every: 2, ..Faults::default() });
+    p.faults(faults);
     let panel = p.panel(&dir, "");
     let (code, out, err) =
         redjury(run_args(&panel, &dir, "live", "b.sqlite", &["--batch"]), true).await;
     assert_eq!(code, 0, "{out}{err}");
-    let expired: usize = p.created().iter().flatten().map(|n| n / 2).sum();
-    assert_eq!(p.live_calls(), expired, "exactly the expired calls went live");
+    let failed: usize = p.created().iter().flatten().map(|n| n / every).sum();
+    assert_eq!(p.live_calls(), failed, "exactly the failed calls went live");
     assert!(results(&dir.join("live")).iter().all(|r| r["status"] != "incomplete"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_items_take_the_chosen_fallback() {
+    let faults = || Faults { expire_every: 2, ..Faults::default() };
+    failed_items_take_the_chosen_fallback(
+        "batch-expired",
+        faults,
+        2,
+        "the batch expired before this call ran",
+    )
+    .await;
 }
 
 /// --dry-run wins over --batch: with every key set, nothing is uploaded,
@@ -276,29 +295,10 @@ async fn a_batch_dry_run_submits_nothing() {
 async fn errored_items_take_the_chosen_fallback() {
     // Each provider's errored item (OpenAI's error file, Anthropic's
     // "errored" result, Gemini's inline error) is read as errored, never as
-    // an answer: left incomplete with the provider's message, or sent live.
-    let p = Providers::start().await;
-    p.faults(|| Faults { error_every: 3, ..Faults::default() });
-    let dir = temp_dir("batch-errored");
-    let panel = p.panel(&dir, "");
-    let a =
-        run_args(&panel, &dir, "kept", "a.sqlite", &["--batch", "--batch-fallback", "incomplete"]);
-    let (code, out, err) = redjury(a, true).await;
-    assert!(code == 0 || code == 3, "{out}{err}");
-    assert_eq!(p.live_calls(), 0, "nothing sent live");
-    let text = std::fs::read_to_string(dir.join("kept/results.jsonl")).unwrap();
-    assert!(text.contains("the batch item errored"), "the reason is recorded");
-    assert!(results(&dir.join("kept")).iter().any(|r| r["status"] == "incomplete"));
-    let p = Providers::start().await;
-    p.faults(|| Faults { error_every: 3, ..Faults::default() });
-    let panel = p.panel(&dir, "");
-    let (code, out, err) =
-        redjury(run_args(&panel, &dir, "live", "b.sqlite", &["--batch"]), true).await;
-    assert_eq!(code, 0, "{out}{err}");
-    let errored: usize = p.created().iter().flatten().map(|n| n / 3).sum();
-    assert_eq!(p.live_calls(), errored, "exactly the errored calls went live");
-    assert!(results(&dir.join("live")).iter().all(|r| r["status"] != "incomplete"));
-    let _ = std::fs::remove_dir_all(&dir);
+    // an answer.
+    let faults = || Faults { error_every: 3, ..Faults::default() };
+    failed_items_take_the_chosen_fallback("batch-errored", faults, 3, "the batch item errored")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
