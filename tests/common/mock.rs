@@ -287,15 +287,8 @@ pub enum Reports {
 /// An instant as Anthropic writes it: RFC 3339, UTC, milliseconds.
 fn rfc3339(t: std::time::SystemTime) -> String {
     let since = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let (secs, millis) = (since.as_secs() as i64, since.subsec_millis());
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = redjury::calendar::civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    let utc = redjury::report::utc(since.as_secs() as i64).replace(' ', "T");
+    format!("{utc}.{:03}Z", since.subsec_millis())
 }
 
 /// When a rate-limited mock accepted and refused requests.
