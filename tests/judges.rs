@@ -691,43 +691,6 @@ async fn identical_concurrent_calls_share_one_request() {
     assert_eq!(server.requests().len(), 1, "ten identical calls in flight at once, one request");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn header_pacing_holds_a_sliding_window_limit() {
-    // 40 a second in any sliding second; rpm set to the limit, then
-    // learned, from OpenAI's headers and from Anthropic's.
-    let cases = [
-        (Provider::Openai, Reports::OpenAi, Rate::PerMinute(2400)),
-        (Provider::Openai, Reports::OpenAi, Rate::Auto),
-        (Provider::Anthropic, Reports::Anthropic, Rate::Auto),
-    ];
-    for (provider, reports, rpm) in cases {
-        let (handler, window) = sliding_window(provider.as_str(), 40, reports);
-        let server = MockServer::start(handler).await;
-        let mut cfg = config(provider, &server.url());
-        (cfg.rpm, cfg.max_concurrency, cfg.max_attempts) = (rpm, 16, 6);
-        let judge = Arc::new(with_config(cfg));
-        let (cache, _) = temp_cache(&format!("sliding-{}-{rpm:?}", provider.as_str()));
-        let mut set = tokio::task::JoinSet::new();
-        for i in 0..200 {
-            let (judge, cache) = (judge.clone(), cache.clone());
-            set.spawn(async move { judge.call(&prompt(&format!("doc {i}")), 0, &cache).await });
-        }
-        while let Some(r) = set.join_next().await {
-            assert_eq!(r.expect("join").failure, None);
-        }
-        let w = window.lock().unwrap();
-        assert!(w.rate() >= 0.95 * 40.0, "{rpm:?}: {:.2}/s of a 40/s limit", w.rate());
-        assert!(
-            w.refused_share() <= 0.005,
-            "{rpm:?}: {} of {} answered 429",
-            w.refused,
-            w.accepted.len() + w.refused
-        );
-        let seen = judge.observed_limits();
-        assert_eq!(seen.requests_per_minute, Some(2400), "the limit the provider reported");
-    }
-}
-
 /// Another process holds the cache's write lock while an answer comes in:
 /// the call waits for it off the async workers (a timer on the same
 /// single-threaded runtime keeps ticking), sends one request, and the
