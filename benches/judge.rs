@@ -15,6 +15,8 @@
 //! Run: `cargo bench --bench judge`. Figures go in docs/benchmarks.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+// The bench uses a few of the mock's helpers.
+#[allow(dead_code)]
 #[path = "../tests/common/mock.rs"]
 mod mock;
 

@@ -6,6 +6,8 @@
 //! Debian's package: `apt-get install pandoc`). Figures go in the README.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+// The benches use a few of the test helpers.
+#[allow(dead_code, unused_imports)]
 #[path = "../tests/common/mod.rs"]
 mod common;
 

@@ -17,6 +17,8 @@
 //! in docs/benchmarks.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+// The benches use a few of the test helpers.
+#[allow(dead_code, unused_imports)]
 #[path = "../tests/common/mod.rs"]
 mod common;
 

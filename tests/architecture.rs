@@ -2,8 +2,6 @@
 //! the vocabulary modules and the stages before it (ARCHITECTURE.md). This
 //! test reads every `crate::` path in `src/` and fails on an edge that
 //! points back up the pipeline, naming the file and the line.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
 use std::path::{Path, PathBuf};
 
 /// Modules any stage may use; they use none of the crate themselves.

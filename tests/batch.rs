@@ -2,18 +2,14 @@
 //! the same results as a live run at half the price, resumed after a kill
 //! without paying again, split under the limits, and expired items taking
 //! the fallback the user chose.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::batch_mock::{BatchMock, Faults};
-use common::e2e::*;
-use common::mock::*;
+use crate::common::batch_mock::{BatchMock, Faults};
+use crate::common::e2e::*;
+use crate::common::mock::*;
 use serde_json::Value;
 
 struct Providers {
@@ -125,7 +121,6 @@ async fn a_batch_run_gives_the_live_results_at_the_batch_price() {
         let (lc, bc) = (l["cost"].as_f64().unwrap(), b["cost"].as_f64().unwrap());
         assert!((lc - 2.0 * bc).abs() < 1e-9, "{judge}: batch {bc} is half of live {lc}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `redjury score --batch` in the background.
@@ -191,7 +186,6 @@ async fn a_killed_batch_run_resumes_without_paying_again() {
     )
     .await;
     assert_eq!(list.lines().filter(|l| l.contains("\tcollected\t")).count(), 3, "{list}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -219,8 +213,6 @@ async fn oversized_submissions_are_split() {
         let bodies = m.bodies.lock().unwrap().clone();
         assert!(bodies.iter().all(|b| *b <= 60_000), "{}: {bodies:?}", m.provider);
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&dir2);
 }
 
 /// Batch items that did not run — every `every`-th item of a batch, as
@@ -254,7 +246,6 @@ async fn failed_items_take_the_chosen_fallback(
     let failed: usize = p.created().iter().flatten().map(|n| n / every).sum();
     assert_eq!(p.live_calls(), failed, "exactly the failed calls went live");
     assert!(results(&dir.join("live")).iter().all(|r| r["status"] != "incomplete"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,7 +279,6 @@ async fn a_batch_dry_run_submits_nothing() {
         assert_eq!(j["requests"], 0, "{name}");
         assert!(j["estimate"]["calls"].as_u64().unwrap() > 0, "{name}: {j}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -335,7 +325,6 @@ async fn an_expired_batch_and_a_cancelled_one_fall_back() {
     assert_eq!(code, 0, "{out}{err}");
     let batched: usize = p.created().iter().flatten().sum();
     assert_eq!(p.live_calls(), batched, "the cancelled calls went live");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -373,5 +362,4 @@ async fn rejudge_by_batch_sends_only_the_new_calls() {
         summary(&dir.join("again"))["counts"]["scored"],
         summary(&dir.join("live"))["counts"]["scored"]
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,16 +4,12 @@
 //! that fails whatever rubric comes last in the list. The calibration must
 //! recover each planted accuracy, flag the injection-follower and the
 //! order-sensitive judge, and rank the perfect judge's panel first.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::e2e::*;
-use common::mock::*;
+use crate::common::e2e::*;
+use crate::common::mock::*;
 use redjury::calibrate::doctored;
 use redjury::pipeline::{JudgeMode, OutputSource, Scorer};
 use redjury::prompt::Templates;
@@ -314,7 +310,6 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
     let (code, _, stderr) = redjury(a, false).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(servers.iter().map(|s| s.requests().len()).sum::<usize>(), calls);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -348,5 +343,4 @@ fn a_calibration_set_is_validated_whole() {
     ] {
         assert!(e.contains(says), "{e}\nshould say: {says}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

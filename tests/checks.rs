@@ -1,10 +1,7 @@
 //! Every check type on real files: the shared corpus (Word-made) and the
 //! example benchmark (LibreOffice-made), with the verdict and the reason a
 //! user would read.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
+use crate::common::root;
 use std::path::{Path, PathBuf};
 
 use redjury::check::evaluate;
@@ -12,13 +9,9 @@ use redjury::docx::{self, Document};
 use redjury::task::check_spec::PreparedCheck;
 use redjury::verdict::Verdict::{self, Fail, Pass};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// A file of the shared corpus, or `None` (the test is skipped) without it.
 fn corpus(test: &str, name: &str) -> Option<PathBuf> {
-    common::shared_corpus(test).map(|c| c.join(name))
+    crate::common::shared_corpus(test).map(|c| c.join(name))
 }
 
 fn load(path: &Path) -> Document {
@@ -378,7 +371,7 @@ fn example_checks_agree_with_the_gold_verdicts() {
 /// the clause's section.
 #[test]
 fn a_separate_sub_list_nests_inside_its_clause() {
-    use common::*;
+    use crate::common::*;
     let numbering = r#"<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="9"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl></w:abstractNum><w:abstractNum w:abstractNumId="2"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="(%1)"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="1"/></w:num><w:num w:numId="2"><w:abstractNumId w:val="2"/></w:num>"#;
     let body = [
         np(1, 0, &run("LIABILITY")),

@@ -1,14 +1,10 @@
 //! The binary as a first-time user meets it: what it refuses before
 //! spending, what it prints, where its defaults come from, and results
 //! folders that never mix two runs.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
 use std::path::Path;
 
-use common::e2e::*;
-use common::mock::*;
+use crate::common::e2e::*;
+use crate::common::mock::*;
 
 fn p(path: &Path) -> String {
     path.display().to_string()
@@ -31,7 +27,6 @@ async fn fewer_keys_than_the_quorum_is_refused_before_any_call() {
     assert!(err.contains("Set E2E_ANTHROPIC_KEY, E2E_GEMINI_KEY"), "{err}");
     assert_eq!(judges.counts(), [0, 0, 0], "nothing spent");
     assert!(!dir.join("run").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -57,7 +52,6 @@ async fn a_local_server_needs_no_key_variable() {
     assert_eq!(server.requests().len(), 13, "called without any key variable");
     assert!(server.requests().iter().all(|r| r.header("authorization").is_none()));
     assert_eq!(summary(&dir.join("run"))["dry_run"], false);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,7 +134,6 @@ async fn an_incomplete_run_says_so_and_why() {
         s["unusable_outputs"][0]["reason"],
         "a legacy Word 97-2003 .doc: open it in Word and save it as .docx"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,7 +219,6 @@ async fn runs_from_anywhere_and_says_which_defaults_it_used() {
     let (code, out, err) = redjury_at(&dir, with(&["--panel", &p(&flag)]), false).await;
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains(&format!("panel: {}\n", flag.display())), "{out}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,7 +280,6 @@ async fn small_lies_of_the_command_line() {
     let (code, _, err) = redjury(args(&["render", "no-such.docx"]), false).await;
     assert_eq!(code, 1);
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -350,7 +341,6 @@ async fn a_results_folder_is_replaced_whole_and_a_foreign_one_refused() {
     let (code, _, err) = redjury(rejudge(&dir.join("again")), false).await;
     assert_eq!(code, 0, "{err}");
     assert!(dir.join("again/summary.json").is_file());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -382,7 +372,6 @@ async fn two_processes_sharing_a_cache_send_each_call_once() {
         "13 calls per judge, each sent once between the two processes"
     );
     assert_eq!(results(&dir.join("a")), results(&dir.join("b")));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -406,7 +395,6 @@ async fn the_reference_prompt_set_judges_the_reference_view() {
         "{view}"
     );
     assert!(summary(&dir.join("run"))["turn_weighted"].as_f64().unwrap_or(0.0) >= 0.9);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -427,7 +415,6 @@ async fn one_document_under_two_layouts_is_one_prompt() {
         redjury(score_args(&p(&nested), &panel, &dir.join("b"), &cache), true).await;
     assert_eq!(code, 0, "{err}");
     assert_eq!(judges.counts(), [1, 1, 1], "the second layout reuses every answer");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A dry run of a batch run prices the calls at the batch rates: half of
@@ -453,7 +440,6 @@ async fn a_batch_dry_run_is_estimated_at_the_batch_price() {
         let (l, b) = (cost(&live).unwrap(), cost(&batch).unwrap());
         assert!(l > 0.0 && (b - l / 2.0).abs() < 1e-9, "{name}: live {l}, batch {b}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The limits each judge's provider reported are in the summary: OpenAI's
@@ -481,5 +467,4 @@ async fn the_summary_reports_the_limits_each_judge_observed() {
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(md.contains("gpt: limits reported: 2400 requests a minute"), "{md}");
     assert!(md.contains("claude: limits reported: 2400 requests a minute"), "{md}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

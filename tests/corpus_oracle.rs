@@ -6,15 +6,11 @@
 //! LibreOffice disagree on the empty paragraphs a move or a merge leaves
 //! behind), and a list label LibreOffice prints before a paragraph is
 //! ignored, since labels are checked on their own by the numbering tests.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use redjury::docx::{self, State};
 use redjury::view::plain;
-
-mod common;
 
 fn normalize(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -151,7 +147,8 @@ fn baseline(folder: &Path, name: &str, state: State) -> Option<Vec<(String, Stri
 
 #[test]
 fn views_agree_with_the_libreoffice_oracle() {
-    let Some(corpus) = common::shared_corpus("views_agree_with_the_libreoffice_oracle") else {
+    let Some(corpus) = crate::common::shared_corpus("views_agree_with_the_libreoffice_oracle")
+    else {
         return;
     };
     let mut failures: BTreeMap<String, String> = BTreeMap::new();

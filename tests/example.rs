@@ -1,17 +1,12 @@
 //! The bundled example benchmark: every file renders, every output meant to
 //! pass the gate passes it, and every output meant to fail it fails with
 //! the reason a user would expect.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
+use crate::common::root;
 use std::path::{Path, PathBuf};
 
 use redjury::check::gate::check_against;
 use redjury::docx;
 use redjury::view::{self, ViewKind};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn docx_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read dir").flatten() {

@@ -3,13 +3,9 @@
 //! and .xlsx outputs — each with a PASS and a FAIL per parameter and the
 //! reason asserted, on fixtures built here, on the shared corpus's Word
 //! files, and on spreadsheets made by LibreOffice Calc.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use redjury::docx::Document;
 use redjury::task::check_spec::PreparedCheck;
 use redjury::verdict::Verdict;
@@ -360,8 +356,7 @@ fn tables() {
         "no table has a header row with \"Rates\"",
     );
     // Against a gold .docx: the same after accepting, exactly or as numbers.
-    let dir = std::env::temp_dir().join(format!("redjury-family-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("family-table");
     std::fs::write(dir.join("gold.docx"), Docx::body(&pricing(false)).bytes()).unwrap();
     let gold = |compare: &str| json!({"type": "table", "index": 1, "gold_docx": "gold.docx", "match": compare});
     let check = |v: Value| redjury::check::evaluate(&prepared(v, &dir), &doc, None, "A");
@@ -370,7 +365,6 @@ fn tables() {
     assert!(why.contains("row 3 column 2 reads \"15,000\", the gold \"£15,000\""), "{why}");
     let (v, why) = check(gold("numeric"));
     assert_eq!(v, Verdict::Pass, "{why}");
-    let _ = std::fs::remove_dir_all(&dir);
     // Parameters are validated when tasks load.
     let e = PreparedCheck::from_json(
         &json!({"type": "table", "index": 1, "section": "4"}),
@@ -554,9 +548,7 @@ fn sections_by_name() {
 
 #[test]
 fn a_section_name_the_input_lacks_is_a_load_error() {
-    let dir = std::env::temp_dir().join(format!("redjury-family-load-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("family-load");
     let body = format!(
         "{}{}",
         np(1, 0, &run("Limitation of Liability")),
@@ -576,7 +568,6 @@ fn a_section_name_the_input_lacks_is_a_load_error() {
     std::fs::write(dir.join("t.json"), task("Limitation of Liabilty").to_string()).unwrap();
     let e = redjury::load_tasks(&dir).err().unwrap().to_string();
     assert!(e.contains("rubric r1: no section is labelled or titled \"Limitation of Liabilty\"; sections include \"1. Limitation of Liability\""), "{e}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// An .xlsx built part by part: shared and inline strings, a date cell,

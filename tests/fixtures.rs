@@ -1,11 +1,7 @@
 //! One small .docx per construct the reader must understand, built in code,
 //! with what a user would check: the accepted and rejected text, the
 //! annotated markup, and the model's revision and comment records.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
-use common::*;
+use crate::common::*;
 use redjury::docx::{RevisionKind, State};
 use redjury::view::{annotated, plain};
 

@@ -1,12 +1,8 @@
 //! Bad and hostile input: each ends in a precise error, never a panic or a
 //! hang, and memory stays bounded by the limits, not by what a file declares.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use redjury::docx::{DocxError, Limits, from_bytes};
 
 fn load(bytes: Vec<u8>) -> Result<redjury::docx::Document, DocxError> {
@@ -165,8 +161,7 @@ fn redjury(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn gate_exit_codes() {
-    let dir = std::env::temp_dir().join(format!("redjury-gate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = temp_dir("gate");
     let good = dir.join("good.docx");
     std::fs::write(
         &good,
@@ -192,7 +187,6 @@ fn gate_exit_codes() {
     let (code, _, err) = redjury(&["render", &bad_s]);
     assert_eq!(code, 1);
     assert!(err.contains("cannot render") && err.contains("damaged or truncated"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -274,8 +268,8 @@ fn what_is_not_a_regular_file_is_refused_before_reading() {
         e,
         "cannot read /dev/zero: it is a device, not a regular file; give the path of a .docx file"
     );
-    let dir = std::env::temp_dir().join(format!("redjury-fifo-{}", std::process::id()));
-    let _ = std::fs::remove_file(&dir);
+    let scratch = temp_dir("fifo");
+    let dir = scratch.join("fifo");
     let made = Command::new("mkfifo").arg(&dir).status().map(|s| s.success()).unwrap_or(false);
     if made {
         // Reading a FIFO with no writer would block forever.

@@ -1,13 +1,10 @@
 //! Judges against in-process mock servers on 127.0.0.1 that speak each
 //! provider's wire format, with injected faults.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::mock::*;
+use crate::common::mock::*;
+use crate::common::{Scratch, temp_dir};
 use redjury::cache::Cache;
 use redjury::judge::config::{ANTHROPIC_VERSION, JudgeConfig, Provider, Rate};
 use redjury::judge::verdicts::JudgeVote;
@@ -55,13 +52,11 @@ fn prompt(doc: &str) -> Prompt {
     Templates::builtin().render(&task(), doc)
 }
 
-fn temp_cache(tag: &str) -> (Arc<Cache>, std::path::PathBuf) {
-    let path =
-        std::env::temp_dir().join(format!("redjury-judges-{tag}-{}.sqlite", std::process::id()));
-    for suffix in ["", "-wal", "-shm", ".pending.jsonl"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    (Arc::new(Cache::open(&path).expect("cache opens")), path)
+/// A new cache, `cache.sqlite` in a scratch folder that lives as long as
+/// the second value.
+fn temp_cache(tag: &str) -> (Arc<Cache>, Scratch) {
+    let dir = temp_dir(tag);
+    (Arc::new(Cache::open(&dir.join("cache.sqlite")).expect("cache opens")), dir)
 }
 
 fn verdict(v: &JudgeVote) -> Option<Verdict> {
@@ -77,7 +72,7 @@ async fn each_provider_speaks_its_wire_format_and_verdicts_are_recovered() {
     ] {
         let server = MockServer::start(answering(name, &["r1", "r3"])).await;
         let judge = judge_for(provider, &server.url());
-        let (cache, _) = temp_cache(name);
+        let (cache, _dir) = temp_cache(name);
         let result = judge.call(&prompt("[p-000] text"), 0, &cache).await;
         assert_eq!(result.failure, None, "{name}");
         assert_eq!(verdict(&result.votes["r1"]), Some(Verdict::Pass), "{name}");
@@ -162,7 +157,7 @@ async fn retry_after_is_honoured_on_429() {
     });
     let server = MockServer::start(handler).await;
     let judge = judge_for(Provider::Openai, &server.url());
-    let (cache, _) = temp_cache("retry-after");
+    let (cache, _dir) = temp_cache("retry-after");
     let result = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(verdict(&result.votes["r1"]), Some(Verdict::Pass));
     let reqs = server.requests();
@@ -217,7 +212,7 @@ async fn transient_faults_are_retried_until_an_answer_arrives() {
     cfg.timeout_secs = 1;
     cfg.max_attempts = 6;
     let judge = with_config(cfg);
-    let (cache, _) = temp_cache("faults");
+    let (cache, _dir) = temp_cache("faults");
     let started = Instant::now();
     let result = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(result.failure, None);
@@ -237,7 +232,7 @@ async fn missing_unknown_and_duplicate_ids() {
     });
     let server = MockServer::start(handler).await;
     let judge = judge_for(Provider::Openai, &server.url());
-    let (cache, _) = temp_cache("ids");
+    let (cache, _dir) = temp_cache("ids");
     let result = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(
         result.votes["r1"],
@@ -261,7 +256,7 @@ async fn refusals_and_safety_blocks_are_abstentions_with_their_reason() {
     });
     let server = MockServer::start(refusal).await;
     let judge = judge_for(Provider::Openai, &server.url());
-    let (cache, _) = temp_cache("refusal");
+    let (cache, _dir) = temp_cache("refusal");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(
         r.votes["r1"],
@@ -285,7 +280,7 @@ async fn a_permanent_failure_ends_as_an_abstention_and_a_bad_key_stops_traffic()
         Arc::new(|_: &Recorded, _| status(503, &[], r#"{"error":{"message":"unavailable"}}"#));
     let server = MockServer::start(always_503).await;
     let judge = judge_for(Provider::Openai, &server.url());
-    let (cache, _) = temp_cache("permanent");
+    let (cache, _dir) = temp_cache("permanent");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(server.requests().len(), 4, "max_attempts");
     let reason = r.failure.expect("failed");
@@ -323,7 +318,7 @@ async fn the_limiter_keeps_requests_under_the_rate() {
     cfg.rpm = Rate::PerMinute(600); // 10 a second
     cfg.max_concurrency = 16;
     let judge = Arc::new(with_config(cfg));
-    let (cache, _) = temp_cache("limiter");
+    let (cache, _dir) = temp_cache("limiter");
     let mut handles = Vec::new();
     for i in 0..25 {
         let (judge, cache) = (judge.clone(), cache.clone());
@@ -350,7 +345,8 @@ async fn the_limiter_keeps_requests_under_the_rate() {
 async fn a_second_run_is_served_from_the_cache_and_keys_never_reach_it() {
     let server = MockServer::start(answering("anthropic", &["r2"])).await;
     let first_judge = judge_for(Provider::Anthropic, &server.url());
-    let (cache, path) = temp_cache("rerun");
+    let (cache, dir) = temp_cache("rerun");
+    let path = dir.join("cache.sqlite");
     let p = prompt("doc");
     cache.put_prompt(&p).expect("prompt stored");
     let first = first_judge.call(&p, 0, &cache).await;
@@ -382,7 +378,7 @@ async fn no_key_means_abstention_without_traffic() {
     let judge =
         Judge::new(config(Provider::Openai, &server.url()), Auth::Missing { env: "UNUSED".into() })
             .expect("judge");
-    let (cache, _) = temp_cache("nokey");
+    let (cache, _dir) = temp_cache("nokey");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(r.failure.as_deref(), Some("no API key: set UNUSED"));
     assert!(server.requests().is_empty());
@@ -403,7 +399,7 @@ async fn a_per_prompt_4xx_fails_only_that_call() {
     });
     let server = MockServer::start(handler).await;
     let judge = judge_for(Provider::Openai, &server.url());
-    let (cache, _) = temp_cache("per-prompt-4xx");
+    let (cache, _dir) = temp_cache("per-prompt-4xx");
     let first = judge.call(&prompt("a very long document"), 0, &cache).await;
     assert!(
         first.failure.expect("failed").contains("HTTP 400: This model's maximum context length")
@@ -421,7 +417,7 @@ async fn the_token_limiter_paces_large_calls() {
     cfg.max_output_tokens = 8192; // each call is estimated at ~9,400 tokens
     cfg.max_concurrency = 8;
     let judge = Arc::new(with_config(cfg));
-    let (cache, _) = temp_cache("tpm");
+    let (cache, _dir) = temp_cache("tpm");
     let started = Instant::now();
     let mut handles = Vec::new();
     for i in 0..6 {
@@ -457,7 +453,7 @@ async fn retry_after_as_an_http_date_is_honoured() {
     });
     let server = MockServer::start(handler).await;
     let judge = judge_for(Provider::Openai, &server.url());
-    let (cache, _) = temp_cache("http-date");
+    let (cache, _dir) = temp_cache("http-date");
     assert_eq!(judge.call(&prompt("doc"), 0, &cache).await.failure, None);
     let reqs = server.requests();
     assert!(
@@ -514,7 +510,7 @@ async fn a_stopped_judge_gets_no_more_requests_than_its_concurrency() {
     });
     let server = MockServer::start(handler).await;
     let judge = Arc::new(judge_for(Provider::Openai, &server.url()));
-    let (cache, _) = temp_cache("stop-after-permit");
+    let (cache, _dir) = temp_cache("stop-after-permit");
     let results = calls(&judge, &cache, 80).await;
     let sent = server.requests().len();
     assert!(
@@ -547,7 +543,7 @@ async fn bad_keys_stop_the_judge_whatever_the_status() {
     for (provider, handler) in [(Provider::Gemini, gemini), (Provider::Openai, gateway)] {
         let server = MockServer::start(handler).await;
         let judge = Arc::new(judge_for(provider, &server.url()));
-        let (cache, _) = temp_cache(&format!("bad-key-{}", provider.as_str()));
+        let (cache, _dir) = temp_cache(&format!("bad-key-{}", provider.as_str()));
         let first = judge.call(&prompt("one"), 0, &cache).await;
         assert!(first.failure.as_deref().is_some_and(|f| f.contains("HTTP 400")), "{first:?}");
         let second = judge.call(&prompt("two"), 0, &cache).await;
@@ -579,7 +575,7 @@ async fn truncated_replies_are_retried_never_cached_and_billed() {
     let mut c = config(Provider::Anthropic, &server.url());
     c.max_attempts = 2;
     let judge = with_config(c);
-    let (cache, _) = temp_cache("truncated");
+    let (cache, _dir) = temp_cache("truncated");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     let reason = r.failure.expect("no answer");
     assert!(reason.contains("truncated"), "{reason}");
@@ -620,7 +616,7 @@ async fn oversized_reply_refused(chunked: bool) {
     let mut c = config(Provider::Openai, &server.url());
     c.max_reply_bytes = 1 << 20;
     let judge = with_config(c);
-    let (cache, _) = temp_cache("oversized");
+    let (cache, _dir) = temp_cache("oversized");
     let r = judge.call(&prompt("doc"), 0, &cache).await;
     assert_eq!(r.failure, None);
     assert_eq!(
@@ -640,7 +636,7 @@ async fn openai_compatible_servers_get_their_fields_and_no_key() {
     c.api_key_env = None;
     let judge = Judge::new(c, Auth::None).expect("judge");
     assert!(judge.can_call());
-    let (cache, _) = temp_cache("compatible");
+    let (cache, _dir) = temp_cache("compatible");
     assert_eq!(judge.call(&prompt("doc"), 0, &cache).await.failure, None);
     let r = &server.requests()[0];
     let body = r.json();
@@ -660,7 +656,7 @@ async fn openai_compatible_servers_get_their_fields_and_no_key() {
     let plain = MockServer::start(answering("openai", &["r1"])).await;
     let mut c = config(Provider::Openai, &plain.url());
     c.structured_output = redjury::judge::config::StructuredOutput::None;
-    let (cache, _) = temp_cache("compatible-none");
+    let (cache, _dir) = temp_cache("compatible-none");
     let r = with_config(c).call(&prompt("doc"), 0, &cache).await;
     assert_eq!(r.failure, None);
     assert_eq!(r.votes["r1"].verdict(), Some(Verdict::Pass));
@@ -677,7 +673,7 @@ async fn identical_concurrent_calls_share_one_request() {
     });
     let server = MockServer::start(slow).await;
     let judge = Arc::new(judge_for(Provider::Openai, &server.url()));
-    let (cache, _) = temp_cache("coalesce");
+    let (cache, _dir) = temp_cache("coalesce");
     let mut handles = Vec::new();
     for _ in 0..10 {
         let (judge, cache) = (judge.clone(), cache.clone());
@@ -699,7 +695,8 @@ async fn identical_concurrent_calls_share_one_request() {
 async fn a_cache_locked_by_another_process_loses_no_answer_and_blocks_no_worker() {
     let server = MockServer::start(answering("openai", &["r1", "r2", "r3"])).await;
     let judge = with_config(config(Provider::Openai, &server.url()));
-    let (cache, path) = temp_cache("locked");
+    let (cache, dir) = temp_cache("locked");
+    let path = dir.join("cache.sqlite");
     let other = rusqlite::Connection::open(&path).expect("second connection");
     other.execute_batch("BEGIN EXCLUSIVE").expect("write lock");
     let holder = std::thread::spawn(move || {
@@ -737,7 +734,8 @@ async fn a_cache_locked_by_another_process_loses_no_answer_and_blocks_no_worker(
 async fn an_answer_the_locked_cache_cannot_take_in_time_is_journalled() {
     let server = MockServer::start(answering("openai", &["r1", "r2", "r3"])).await;
     let judge = with_config(config(Provider::Openai, &server.url()));
-    let (_, path) = temp_cache("journal");
+    let (_, dir) = temp_cache("journal");
+    let path = dir.join("cache.sqlite");
     let cache = Arc::new(Cache::open_with(&path, Duration::from_millis(200)).expect("cache"));
     let other = rusqlite::Connection::open(&path).expect("second connection");
     other.execute_batch("BEGIN EXCLUSIVE").expect("write lock");

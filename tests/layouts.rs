@@ -1,21 +1,9 @@
 //! Task and output layouts on disk: reference task files, Harbor task
 //! folders, and every output layout, including Harbor job folders.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
+use crate::common::root;
 use std::path::{Path, PathBuf};
 
 use redjury::task::{find_outputs, load_tasks};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn temp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("redjury-layouts-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
@@ -24,7 +12,7 @@ fn write(path: &Path, text: &str) {
 
 #[test]
 fn harbor_task_folders_with_metadata_and_an_input() {
-    let dir = temp("harbor-tasks");
+    let dir = crate::common::temp_dir("harbor-tasks");
     let task = dir.join("redline-s2-t1-g01a");
     // rubrics.json without the fields task.toml's [metadata] supplies.
     write(
@@ -54,12 +42,11 @@ fn harbor_task_folders_with_metadata_and_an_input() {
         "categories are kept as written, as the reference keys them"
     );
     assert!(t.input_doc.is_some(), "the environment's contract is the input");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn task_errors_name_the_file_and_the_problem() {
-    let dir = temp("bad-tasks");
+    let dir = crate::common::temp_dir("bad-tasks");
     let base = r#""scenario_id": 1, "side": "A", "level": 1, "input_group": "s1-t1-g01", "represented_party": "V", "counterparty": "C", "author": "A""#;
     for (name, rubrics, expected) in [
         (
@@ -99,12 +86,11 @@ fn task_errors_name_the_file_and_the_problem() {
         &format!("{{{}, \"rubrics\": []}}", base.replace("\"A\", \"level\"", "\"C\", \"level\"")),
     );
     assert!(load_tasks(&side).expect_err("invalid").to_string().contains("unknown side \"C\""));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn every_output_layout_is_found_and_strays_are_reported() {
-    let dir = temp("outputs");
+    let dir = crate::common::temp_dir("outputs");
     let doc = root().join("gold/redlines/redline-s1-t2-g01a.docx");
     let cp = |to: PathBuf| {
         std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
@@ -152,12 +138,11 @@ fn every_output_layout_is_found_and_strays_are_reported() {
     );
     assert_eq!(found.unmatched, [dir.join("notes.docx")]);
     assert!(found.unusable.is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn files_named_after_a_task_that_are_not_docx_are_listed_with_the_reason() {
-    let dir = temp("unusable");
+    let dir = crate::common::temp_dir("unusable");
     write(&dir.join("redline-s1-t1-g01a.doc"), "legacy");
     write(&dir.join("redline-s1-t1-g01b.pdf"), "%PDF");
     write(&dir.join("redline-s1-t2-g01a/contract.odt"), "odt");
@@ -195,12 +180,11 @@ fn files_named_after_a_task_that_are_not_docx_are_listed_with_the_reason() {
             ),
         ]
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn task_files_typos_ids_and_byte_order_marks() {
-    let dir = temp("typos");
+    let dir = crate::common::temp_dir("typos");
     let good = r#""task_id": 1111, "scenario_id": 1, "side": "A", "level": 1, "input_group": "s1-t1-g01", "represented_party": "V", "counterparty": "C", "author": "A""#;
     // Unknown keys at both levels, each with the nearest known key; an
     // empty rubric id; all reported in one pass.
@@ -241,7 +225,6 @@ fn task_files_typos_ids_and_byte_order_marks() {
         "{e}"
     );
     // A UTF-8 byte-order mark (as Windows editors save) is accepted.
-    let _ = std::fs::remove_dir_all(&dir);
     let bom = dir.join("redline-s1-t1-g01c.json");
     write(
         &bom,
@@ -250,5 +233,4 @@ fn task_files_typos_ids_and_byte_order_marks() {
         ),
     );
     assert_eq!(load_tasks(&bom).expect("a BOM is fine")[0].name, "redline-s1-t1-g01c");
-    let _ = std::fs::remove_dir_all(&dir);
 }

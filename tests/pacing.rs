@@ -4,11 +4,14 @@
 //! to push it under its threshold in some runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+/// Only the mock server: the rest of `tests/common` serves the main test binary.
+#[allow(dead_code)]
+#[path = "common/mock.rs"]
+mod mock;
 
 use std::sync::Arc;
 
-use common::mock::*;
+use mock::*;
 use redjury::cache::Cache;
 use redjury::judge::config::{JudgeConfig, Provider, Rate};
 use redjury::judge::{Auth, Judge};

@@ -4,8 +4,6 @@
 //! redjury's summary must equal, bit for bit, what the reference's own code
 //! computed (tests/parity/expected/, made by tests/parity/generate.py from
 //! salma-remyx/redline-bench's src/ — see that script for the command).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

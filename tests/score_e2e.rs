@@ -3,15 +3,11 @@
 //! score → identical rerun (zero calls) → rejudge with one judge changed
 //! (only its calls go out) → report; plus gate failures, incompleteness and
 //! the sanity check that the rubrics discriminate.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
 use std::process::Command;
 use std::sync::Arc;
 
-use common::e2e::*;
-use common::mock::*;
+use crate::common::e2e::*;
+use crate::common::mock::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn score_rerun_rejudge_report() {
@@ -122,7 +118,6 @@ async fn score_rerun_rejudge_report() {
     );
     assert!(out.contains("| turn-weighted |") && out.contains("+0.0000"), "{out}");
     assert!(out.contains("Fleiss' kappa over") && out.contains("| claude – gemini |"), "{out}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,7 +157,6 @@ async fn the_rubrics_discriminate_and_gate_failures_count_as_zero() {
             "{row}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,7 +220,6 @@ async fn judges_without_keys_leave_tasks_incomplete_or_pending_never_zero() {
         2,
         "no reward for incomplete rows"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -281,7 +274,6 @@ async fn a_killed_run_loses_no_answer_and_resumes_from_the_cache() {
         "the rerun asks only for what is missing"
     );
     assert_eq!(summary(&dir.join("run"))["counts"]["scored"], 15);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -328,5 +320,4 @@ async fn identical_trials_share_one_paid_call_and_clashing_trials_are_refused() 
     .await;
     assert_eq!(code, 1);
     assert!(err.contains("a second output for task redline-s1-t2-g01a trial 1"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,12 +1,9 @@
 //! The library entry point a Rust trainer uses: one `Scorer`, many outputs.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
+use crate::common::root;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use common::mock::*;
+use crate::common::mock::*;
 use redjury::cache::Cache;
 use redjury::judge::config::{JudgeConfig, Provider, Rate};
 use redjury::judge::{Auth, Judge};
@@ -31,10 +28,6 @@ impl Progress for Counting {
     }
 }
 
-fn root() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_counts_judge_calls_only_and_says_which_came_from_the_cache() {
     let server = MockServer::start(answering("openai", &["r01"])).await;
@@ -42,9 +35,8 @@ async fn progress_counts_judge_calls_only_and_says_which_came_from_the_cache() {
     (c.base_url, c.rpm, c.tpm) =
         (format!("{}/v1", server.url()), Rate::PerMinute(6000), Rate::PerMinute(10_000_000));
     let judge = Arc::new(Judge::new(c, Auth::Key("k".into())).expect("judge"));
-    let path = std::env::temp_dir().join(format!("redjury-scorer-{}.sqlite", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let cache = Arc::new(Cache::open(&path).expect("cache"));
+    let dir = crate::common::temp_dir("scorer");
+    let cache = Arc::new(Cache::open(&dir.join("cache.sqlite")).expect("cache"));
     let scorer = Scorer::with_judges(vec![judge], 1, Templates::builtin(), cache, JudgeMode::Live)
         .expect("scorer");
     let tasks: Vec<Arc<_>> =
@@ -88,5 +80,4 @@ async fn progress_counts_judge_calls_only_and_says_which_came_from_the_cache() {
     let bytes = OutputSource::Bytes(std::fs::read(&file).unwrap());
     assert_eq!(scorer.score(t.clone(), bytes, "1").await, one);
     assert_eq!(server.requests().len(), 13, "both from the cache");
-    let _ = std::fs::remove_file(&path);
 }

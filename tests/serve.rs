@@ -1,17 +1,13 @@
 //! `redjury serve` end to end: the real server on a free 127.0.0.1 port,
 //! mock judges behind it, clients over HTTP.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::e2e::*;
+use crate::common::mock::*;
+use crate::common::served::Served;
 use base64::Engine;
-use common::e2e::*;
-use common::mock::*;
-use common::served::Served;
 use serde_json::{Value, json};
 
 const KEYS: [(&str, &str); 3] = [
@@ -196,7 +192,6 @@ async fn concurrent_clients_get_the_rewards_score_gives() {
         summary(&dir.join("run"))["figures"]["overall"],
         "the service's results folder gives the same figures as score's"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -241,7 +236,6 @@ async fn identical_concurrent_requests_make_one_judge_call() {
     assert_eq!(value("redjury_rows_total{status=\"scored\"}"), [17.0], "{metrics}");
     assert_eq!(value("redjury_http_requests_total{route=\"/v1/score\",code=\"200\"}"), [17.0]);
     assert_eq!(value("redjury_queue_depth"), [0.0], "{metrics}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -269,7 +263,6 @@ async fn a_full_queue_answers_429_with_retry_after() {
     assert_eq!(status, 200, "the queued work finishes: {reply}");
     let text = reqwest::get(format!("{}/metrics", served.url)).await.unwrap().text().await.unwrap();
     assert!(text.contains("redjury_queue_rejected_total 1"), "{text}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -312,7 +305,6 @@ async fn sigterm_mid_batch_loses_no_answer() {
     assert_eq!(status, 200);
     let after: Vec<usize> = servers.iter().map(|s| s.requests().len()).collect();
     assert_eq!(before, after, "answered from the cache");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Work that outlasts the grace period does not hold the process: it
@@ -340,7 +332,6 @@ async fn shutdown_ends_with_the_grace_period_and_says_what_was_left() {
     // The caller is not left waiting on a dead server.
     let reply = tokio::time::timeout(Duration::from_secs(5), pending).await;
     assert!(reply.is_ok(), "the request ended when the process did");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -384,7 +375,6 @@ async fn a_judge_stopped_by_401_yields_the_policy_never_zero() {
     let rows = results(&dir.join("served"));
     assert!(rows.iter().all(|r| r["status"] != "scored"));
     assert!(rows.iter().filter(|r| r["status"] == "incomplete").all(|r| r["reward"].is_null()));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -430,7 +420,6 @@ async fn other_addresses_need_a_token_and_keys_never_leak() {
         assert!(!text.contains("sk-e2e-secret"), "a provider key leaked: {text}");
         assert!(!text.contains("t0ken-for-tests"), "the token leaked: {text}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -548,7 +537,6 @@ async fn bad_requests_get_a_4xx_that_says_what_is_wrong() {
     assert_eq!(status, 200, "{reply}");
     assert_eq!(reply["status"], "scored");
     assert!(servers.iter().all(|s| s.requests().len() == 1), "only the good request was judged");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -602,7 +590,6 @@ async fn openrlhf_and_inline_tasks() {
     .await;
     assert_eq!(status, 400, "{reply}");
     assert!(reply["error"].as_str().unwrap().contains("weight"), "{reply}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -628,7 +615,6 @@ async fn the_python_client_and_adapters_work_against_the_server() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("Ran 9 tests") && !err.contains("skipped"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -647,7 +633,6 @@ async fn a_passed_deadline_is_503_and_the_work_goes_on() {
     let (status, reply, _) = post(&url, &body).await;
     assert_eq!(status, 200, "the retry is answered from the finished work: {reply}");
     assert!(servers.iter().all(|s| s.requests().len() == 1), "no judge was asked twice");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -678,5 +663,4 @@ async fn an_input_document_can_come_with_the_request() {
         post(&url, &json!({"task": task, "docx_base64": doc, "input_base64": b64(&input)})).await;
     assert_eq!(status, 400);
     assert!(reply["error"].as_str().unwrap().contains("already has an input document"), "{reply}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,4 +1,4 @@
-"""Tests of the client and the adapters. Run by `cargo test --test serve`
+"""Tests of the client and the adapters. Run by `cargo test --test main serve::`
 against a real `redjury serve` (REDJURY_URL and the REDJURY_TEST_*
 variables name it and the documents); the retry tests use a fake server
 on 127.0.0.1 of their own."""

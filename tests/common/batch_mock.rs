@@ -4,7 +4,6 @@
 //! results) and Gemini (`:batchGenerateContent`, a long-running operation
 //! with inline responses). Items are answered by the live handler, so a
 //! batch run and a live run on the same mock give the same answers.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

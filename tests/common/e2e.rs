@@ -1,7 +1,6 @@
 //! The binary end to end against mock judges: panels pointing at them,
 //! stand-in judges answering from the gold verdicts, and readers of a
 //! results folder.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,9 +11,7 @@ use serde_json::Value;
 
 use super::mock::*;
 
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+pub use super::{Scratch, root, temp_dir};
 
 /// Gold verdicts: task → output kind (gold, strong, weak) → rubric → verdict.
 pub fn gold_verdicts() -> BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> {
@@ -112,13 +109,6 @@ impl Judges {
             self.gemini.requests().len(),
         ]
     }
-}
-
-pub fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("redjury-e2e-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
 }
 
 pub async fn redjury(args: Vec<String>, keys: bool) -> (i32, String, String) {

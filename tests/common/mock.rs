@@ -1,6 +1,5 @@
 //! An in-process HTTP/1.1 server on 127.0.0.1 that speaks each judge
 //! provider's wire format, with injectable faults.
-#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -276,6 +275,7 @@ pub fn answering(provider: &'static str, pass: &'static [&'static str]) -> Handl
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Reports {
     /// No rate-limit headers (as Gemini).
+    #[allow(dead_code)] // the judge bench's
     Nothing,
     /// OpenAI's `x-ratelimit-*-requests` headers.
     OpenAi,
@@ -299,6 +299,7 @@ pub struct Window {
     pub refused_at: Vec<Instant>,
 }
 
+#[allow(dead_code)] // read by the pacing test binary
 impl Window {
     /// Accepted requests a second over the span they arrived in.
     pub fn rate(&self) -> f64 {

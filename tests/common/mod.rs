@@ -1,7 +1,7 @@
 //! Small .docx files built in code, one construct at a time.
-#![allow(dead_code)]
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use zip::write::SimpleFileOptions;
 
@@ -146,6 +146,7 @@ pub fn np(num: u32, lvl: u32, inner: &str) -> String {
 pub fn contract_numbering() -> String {
     r#"<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl><w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1.%2"/></w:lvl><w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="(%3)"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="1"/></w:num>"#.to_string()
 }
+#[allow(dead_code)] // the benches' input
 /// A contract of `sections` × 8 numbered paragraphs with two authors'
 /// revisions and comments spread through it, and `note` as a last
 /// paragraph (distinct notes make distinct documents).
@@ -215,4 +216,32 @@ pub fn shared_corpus(test: &str) -> Option<std::path::PathBuf> {
         dir.display()
     );
     None
+}
+
+/// The repository's root, where the example's tasks, outputs and gold live.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A scratch folder, removed when dropped (also when its test fails).
+pub struct Scratch(tempfile::TempDir);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// A new empty scratch folder named after `tag`.
+pub fn temp_dir(tag: &str) -> Scratch {
+    Scratch(
+        tempfile::Builder::new().prefix(&format!("redjury-{tag}-")).tempdir().expect("temp dir"),
+    )
 }

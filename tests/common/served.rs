@@ -1,6 +1,5 @@
 //! `redjury serve` as a child process on a free 127.0.0.1 port, for tests
 //! and benchmarks that talk to it over HTTP.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -20,6 +19,7 @@ pub struct Served {
 #[derive(Debug)]
 pub struct Failed {
     pub code: Option<i32>,
+    #[allow(dead_code)] // shown through Debug when a test fails
     pub stdout: String,
     pub stderr: String,
 }

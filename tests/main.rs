@@ -1,0 +1,26 @@
+//! The integration tests, one binary: each module below was a test binary
+//! of its own, and 18 binaries were relinked after every library change.
+//! The pacing test keeps a binary of its own (`tests/pacing.rs`): it is a
+//! timing test, and the rest running beside it on two cores could push it
+//! under its threshold.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+mod architecture;
+mod batch;
+mod calibrate;
+mod checks;
+mod cli;
+mod corpus_oracle;
+mod example;
+mod family;
+mod fixtures;
+mod hostile;
+mod html;
+mod judges;
+mod layouts;
+mod parity;
+mod score_e2e;
+mod scorer;
+mod serve;
