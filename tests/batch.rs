@@ -363,3 +363,230 @@ async fn rejudge_by_batch_sends_only_the_new_calls() {
         summary(&dir.join("live"))["counts"]["scored"]
     );
 }
+
+impl Providers {
+    /// Custom ids any provider carried in two batches: calls paid twice.
+    fn paid_twice(&self) -> Vec<String> {
+        self.mocks.iter().flat_map(|m| m.paid_twice()).collect()
+    }
+
+    /// Calls carried by the batches that were billed, over all providers.
+    fn batched(&self) -> usize {
+        self.mocks.iter().map(|m| m.created_ids.lock().unwrap().iter().flatten().count()).sum()
+    }
+}
+
+fn every_row_scored(dir: &Path) -> bool {
+    results(dir).iter().all(|r| r["status"] == "scored" || r["status"] == "gate_failed")
+}
+
+/// `score --batch` stored no prompt: `rejudge` after a batch run failed
+/// ("prompt … is not in the cache"), and a later run resuming the batch
+/// dropped every answer whose prompt it could not find, marked the batch
+/// collected, and paid for those calls again (8 items in a kill → partial
+/// rerun → full rerun sequence).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_run_keeps_every_answer_whichever_run_asked_for_it() {
+    let p = Providers::start().await;
+    let dir = temp_dir("batch-prompts");
+    let panel = p.panel(&dir, "");
+    p.hold(true);
+    let mut child = spawn_batch_run(&panel, &dir);
+    until("every judge's batch", || recorded_submitted(&dir.join("cache.sqlite")) == 3).await;
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    p.hold(false);
+    // A rerun over half the outputs collects the batches, answers of the
+    // other half included.
+    let half = dir.join("half");
+    std::fs::create_dir_all(&half).unwrap();
+    let mut names: Vec<_> = std::fs::read_dir(root().join("gold/redlines"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    for f in names.iter().take(names.len() / 2) {
+        std::fs::copy(f, half.join(f.file_name().unwrap())).unwrap();
+    }
+    let mut a = run_args(&panel, &dir, "partial", "cache.sqlite", &["--batch"]);
+    let at = a.iter().position(|x| x == "gold/redlines").unwrap();
+    a[at] = half.display().to_string();
+    let (code, out, err) = redjury(a, true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) =
+        redjury(run_args(&panel, &dir, "run", "cache.sqlite", &["--batch"]), true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(every_row_scored(&dir.join("run")));
+    assert_eq!(p.paid_twice(), Vec::<String>::new(), "nothing paid twice");
+    assert_eq!(p.live_calls(), 0);
+    // The prompts are in the cache: rejudge finds them, and pays nothing.
+    let batched = p.batched();
+    let a = args(&[
+        "rejudge",
+        "--run",
+        &dir.join("run").display().to_string(),
+        "--out",
+        &dir.join("again").display().to_string(),
+        "--panel",
+        &panel.display().to_string(),
+        "--cache",
+        &dir.join("cache.sqlite").display().to_string(),
+        "--quiet",
+    ]);
+    let (code, out, err) = redjury(a, true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!((p.batched(), p.live_calls()), (batched, 0), "rejudged from the cache");
+    assert_eq!(outcome(&dir.join("again")), outcome(&dir.join("run")));
+}
+
+/// A `kill -9` at each step of a submission: during OpenAI's upload, and
+/// after each provider created the batch but before its reply arrived
+/// (the 44–50 ms in which a killed run left an orphan its rerun paid for
+/// again, at 10 of 14 kill points). The rerun finds the batch by its tag
+/// (OpenAI metadata, Gemini's display name) or, for Anthropic, by its
+/// creation time and size, and pays for nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_at_any_step_of_a_submission_pays_for_nothing_twice() {
+    for (at, step) in [(0, "upload"), (0, "create"), (1, "create"), (2, "create")] {
+        let p = Providers::start().await;
+        let dir = temp_dir(&format!("batch-kill-{at}-{step}"));
+        let panel = p.panel(&dir, "");
+        *p.mocks[at].faults.lock().unwrap() = Faults {
+            stall_upload: step == "upload",
+            stall_create: step == "create",
+            ..Faults::default()
+        };
+        let mut child = spawn_batch_run(&panel, &dir);
+        let stalled = &p.mocks[at].stalled;
+        until("the stalled request", || stalled.load(Ordering::Relaxed) > 0).await;
+        child.kill().expect("kill -9");
+        let _ = child.wait();
+        p.faults(Faults::default);
+        let (code, out, err) =
+            redjury(run_args(&panel, &dir, "run", "cache.sqlite", &["--batch"]), true).await;
+        let what = format!("{} killed during its {step}", p.mocks[at].provider);
+        assert_eq!(code, 0, "{what}: {out}{err}");
+        assert!(every_row_scored(&dir.join("run")), "{what}");
+        assert_eq!(p.paid_twice(), Vec::<String>::new(), "{what}: nothing paid twice");
+        assert_eq!(p.live_calls(), 0, "{what}");
+    }
+}
+
+/// A create request that times out after the provider accepted the batch
+/// is looked up by its tag at once, in the same run: the batch is polled,
+/// nothing is sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_that_times_out_is_found_in_the_same_run() {
+    let p = Providers::start().await;
+    p.faults(|| Faults { stall_create: true, ..Faults::default() });
+    let dir = temp_dir("batch-timeout");
+    let panel = p.panel(&dir, "");
+    let text =
+        std::fs::read_to_string(&panel).unwrap().replace("timeout_secs = 10", "timeout_secs = 1");
+    std::fs::write(&panel, text).unwrap();
+    let (code, out, err) =
+        redjury(run_args(&panel, &dir, "run", "cache.sqlite", &["--batch"]), true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(every_row_scored(&dir.join("run")));
+    assert_eq!(p.paid_twice(), Vec::<String>::new());
+    assert_eq!(p.live_calls(), 0, "nothing sent live");
+    assert!(p.mocks.iter().all(|m| m.stalled.load(Ordering::Relaxed) == 1));
+}
+
+/// Results that are not clean: a download cut short once is read again; a
+/// batch whose results stay unreadable is left open (its calls neither
+/// paid again nor sent live) and collected by the next run; an error line
+/// after an answer for the same id does not discard the answer (the last
+/// line used to win); Gemini responses without `metadata.key` are matched
+/// by request order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_results_that_are_not_clean_lose_no_paid_answer() {
+    for tag in ["once", "duplicates", "no-keys"] {
+        let p = Providers::start().await;
+        p.faults(|| Faults {
+            garble_downloads: usize::from(tag == "once"),
+            duplicate_errors: tag == "duplicates",
+            omit_keys: tag == "no-keys",
+            ..Faults::default()
+        });
+        let dir = temp_dir(&format!("batch-unclean-{tag}"));
+        let panel = p.panel(&dir, "");
+        let (code, out, err) =
+            redjury(run_args(&panel, &dir, "run", "cache.sqlite", &["--batch"]), true).await;
+        assert_eq!(code, 0, "{tag}: {out}{err}");
+        assert!(every_row_scored(&dir.join("run")), "{tag}");
+        assert_eq!(p.live_calls(), 0, "{tag}: every answer came by batch");
+    }
+    // Unreadable for good in this run: open for the next.
+    let p = Providers::start().await;
+    p.faults(|| Faults { garble_downloads: 100, ..Faults::default() });
+    let dir = temp_dir("batch-unclean-stays");
+    let panel = p.panel(&dir, "");
+    let (code, out, err) =
+        redjury(run_args(&panel, &dir, "first", "cache.sqlite", &["--batch"]), true).await;
+    assert_eq!(code, 3, "incomplete, not failed: {out}{err}");
+    assert_eq!(p.live_calls(), 0, "an answer that may be paid for is not bought live");
+    let text = std::fs::read_to_string(dir.join("first/results.jsonl")).unwrap();
+    assert!(text.contains("could not be read; the next run reads it again"), "{text}");
+    let cache = dir.join("cache.sqlite").display().to_string();
+    let (_, list, _) = redjury(args(&["batches", "--cache", &cache]), false).await;
+    assert_eq!(list.lines().filter(|l| l.contains("\tsubmitted\t")).count(), 3, "{list}");
+    assert!(list.contains("could not be read"), "{list}");
+    let created = p.created();
+    p.faults(Faults::default);
+    let (code, out, err) =
+        redjury(run_args(&panel, &dir, "again", "cache.sqlite", &["--batch"]), true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(p.created(), created, "nothing submitted again");
+    assert_eq!(p.live_calls(), 0);
+    assert!(every_row_scored(&dir.join("again")));
+}
+
+/// A batch refused for its size (413 on create; OpenAI's enqueued-token
+/// limit failing the batch) is sent again in halves, by batch: it used to
+/// fall back live, at twice the price.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_refused_for_its_size_is_split_not_sent_live() {
+    let p = Providers::start().await;
+    p.faults(|| Faults { max_items: 4, ..Faults::default() });
+    let dir = temp_dir("batch-refused");
+    let panel = p.panel(&dir, "");
+    let (code, out, err) =
+        redjury(run_args(&panel, &dir, "run", "cache.sqlite", &["--batch"]), true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(every_row_scored(&dir.join("run")));
+    assert_eq!(p.live_calls(), 0, "nothing went live");
+    assert_eq!(p.paid_twice(), Vec::<String>::new());
+    for m in &p.mocks {
+        let billed = m.created_ids.lock().unwrap().clone();
+        assert!(billed.len() > 1, "{}: split", m.provider);
+        assert!(billed.iter().all(|b| b.len() <= 4), "{}: {billed:?}", m.provider);
+    }
+}
+
+/// The cache deleted while a batch run waits: the run writes a new cache at
+/// the path with what it had stored, keeps storing there, and says so; the
+/// rerun pays for nothing (it used to end with exit 0, no warning, and a
+/// rerun that submitted all 39 calls again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_deleted_during_a_run_keeps_the_answers_and_says_so() {
+    let p = Providers::start().await;
+    let dir = temp_dir("batch-deleted");
+    let panel = p.panel(&dir, "");
+    p.hold(true);
+    let mut child = spawn_batch_run(&panel, &dir);
+    until("every judge's batch", || recorded_submitted(&dir.join("cache.sqlite")) == 3).await;
+    std::fs::remove_file(dir.join("cache.sqlite")).expect("deleted");
+    p.hold(false);
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status:?}");
+    let s = summary(&dir.join("run"));
+    let notes = s["cache_notes"].to_string();
+    assert!(notes.contains("was deleted while this process had it open"), "{notes}");
+    let created = p.created();
+    let (code, out, err) =
+        redjury(run_args(&panel, &dir, "again", "cache.sqlite", &["--batch"]), true).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!((p.created(), p.live_calls()), (created, 0), "the rerun paid for nothing");
+}

@@ -24,3 +24,4 @@ mod parity;
 mod score_e2e;
 mod scorer;
 mod serve;
+mod store;

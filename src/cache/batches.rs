@@ -1,17 +1,24 @@
-//! Provider batches in the store: every submitted batch and the calls it
-//! carries, recorded before anything waits on it, so an interrupted run
-//! (Ctrl-C, kill -9, a laptop closed for the night) polls the same
-//! batches when it runs again instead of paying for the calls twice.
+//! Provider batches in the store: every batch is recorded as an intent
+//! (its calls, a run-unique tag) before it is sent, becomes a submitted
+//! batch under the provider's id once accepted, and collected once its
+//! results are stored. So an interrupted run (Ctrl-C, kill -9, a laptop
+//! closed for the night) finds, when it runs again, every batch it may
+//! have paid for — even one the provider accepted in the instant before
+//! the process died — instead of paying for its calls twice.
 
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
-use super::{Cache, CacheError, CallKey, now};
+use super::sqlite::Sqlite;
+use super::{CacheError, CallKey, now};
 
 /// Where a batch is in its life, as far as redjury knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BatchState {
+    /// About to be sent: the provider may or may not have it (the next run
+    /// looks it up by its tag before sending anything again).
+    Intent,
     /// Accepted by the provider; results not yet collected.
     Submitted,
     /// Its results are stored (or it ended without any).
@@ -21,6 +28,7 @@ pub enum BatchState {
 impl BatchState {
     fn as_str(self) -> &'static str {
         match self {
+            BatchState::Intent => "intent",
             BatchState::Submitted => "submitted",
             BatchState::Collected => "collected",
         }
@@ -29,15 +37,16 @@ impl BatchState {
     fn parse(s: &str) -> BatchState {
         match s {
             "collected" => BatchState::Collected,
+            "intent" => BatchState::Intent,
             _ => BatchState::Submitted,
         }
     }
 }
 
-/// One provider batch.
+/// One provider batch (or the intent to send one).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BatchRecord {
-    /// The provider's id for it.
+    /// The provider's id for it (`intent:<tag>` until it has one).
     pub id: String,
     /// The judge (panel name) it belongs to.
     pub judge: String,
@@ -55,22 +64,51 @@ pub struct BatchRecord {
     pub input_file: Option<String>,
     /// What happened last (the provider's state, a failure).
     pub note: Option<String>,
-    /// When it was submitted (Unix seconds).
+    /// When it was recorded (Unix seconds).
     pub created_at: i64,
+    /// The run-unique tag it was sent with (OpenAI metadata, Gemini's
+    /// display name), by which an intent finds its batch.
+    pub tag: Option<String>,
+    /// The process that recorded it (a lease owner name).
+    pub owner: Option<String>,
 }
 
-impl Cache {
-    /// Records a submitted batch and its calls (custom id → call) in one
+/// One call a batch carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchItem {
+    /// The id the provider echoes back (the call's digest).
+    pub custom_id: String,
+    /// The call.
+    pub key: CallKey,
+    /// The rubric ids its prompt asks about, to validate the answer
+    /// whichever run collects it (`None` in batches recorded before they
+    /// were kept).
+    pub rubric_ids: Option<Vec<String>>,
+    /// Its place in the request (Gemini answers in request order).
+    pub position: u32,
+}
+
+impl BatchRecord {
+    /// The id an intent is recorded under.
+    pub fn intent_id(tag: &str) -> String {
+        format!("intent:{tag}")
+    }
+}
+
+impl Sqlite {
+    /// Records a batch (an intent, usually) and its calls in one
     /// transaction.
-    pub fn record_batch(
+    pub(super) fn record_batch(
         &self,
         b: &BatchRecord,
-        items: &[(String, CallKey)],
+        items: &[BatchItem],
     ) -> Result<(), CacheError> {
-        let mut conn = self.lock();
+        let mut conn = self.write()?;
         let tx = conn.transaction().map_err(|e| self.err(e))?;
         tx.execute(
-            "INSERT OR REPLACE INTO batches VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
+            "INSERT OR REPLACE INTO batches
+             (id, judge, provider, base_url, model, state, items, input_file, note, created_at, updated_at, tag, owner)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)",
             params![
                 b.id,
                 b.judge,
@@ -81,51 +119,95 @@ impl Cache {
                 b.items as i64,
                 b.input_file,
                 b.note,
-                b.created_at
+                b.created_at,
+                b.tag,
+                b.owner
             ],
         )
         .map_err(|e| self.err(e))?;
-        for (custom_id, key) in items {
-            let call = serde_json::to_string(key).map_err(|e| self.err(e))?;
+        for item in items {
+            let call = serde_json::to_string(&item.key).map_err(|e| self.err(e))?;
+            let ids = item.rubric_ids.as_ref().map(serde_json::to_string).transpose();
+            let ids = ids.map_err(|e| self.err(e))?;
             tx.execute(
-                "INSERT OR REPLACE INTO batch_items VALUES (?1, ?2, ?3, ?4)",
-                params![b.id, custom_id, call, key.digest()],
+                "INSERT OR REPLACE INTO batch_items (batch_id, custom_id, call, digest, rubric_ids, position)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![b.id, item.custom_id, call, item.key.digest(), ids, item.position],
             )
             .map_err(|e| self.err(e))?;
         }
         tx.commit().map_err(|e| self.err(e))
     }
 
-    /// The batches not yet collected that carry a call with this digest,
-    /// sent to `base_url`.
-    pub fn open_batch_of(
+    /// An intent's batch was found (or accepted): it is recorded under the
+    /// provider's id, with its calls, in one transaction.
+    pub(super) fn adopt_intent(
+        &self,
+        intent: &str,
+        id: &str,
+        input_file: Option<&str>,
+    ) -> Result<(), CacheError> {
+        let mut conn = self.write()?;
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        let moved = tx
+            .execute(
+                "INSERT OR REPLACE INTO batches
+                 (id, judge, provider, base_url, model, state, items, input_file, note, created_at, updated_at, tag, owner)
+                 SELECT ?2, judge, provider, base_url, model, 'submitted', items, COALESCE(?3, input_file), note,
+                        created_at, ?4, tag, owner FROM batches WHERE id = ?1",
+                params![intent, id, input_file, now()],
+            )
+            .map_err(|e| self.err(e))?;
+        if moved == 0 {
+            return Err(self.err(format!("no batch intent {intent} is recorded")));
+        }
+        tx.execute("UPDATE batch_items SET batch_id = ?2 WHERE batch_id = ?1", params![intent, id])
+            .map_err(|e| self.err(e))?;
+        tx.execute("DELETE FROM batches WHERE id = ?1", params![intent])
+            .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// Forgets an intent whose batch the provider never created.
+    pub(super) fn drop_intent(&self, intent: &str) -> Result<(), CacheError> {
+        let mut conn = self.write()?;
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        for sql in
+            ["DELETE FROM batch_items WHERE batch_id = ?1", "DELETE FROM batches WHERE id = ?1"]
+        {
+            tx.execute(sql, params![intent]).map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// The batch not yet collected (or intent) that carries a call with
+    /// this digest, sent to `base_url`: (id, state).
+    pub(super) fn open_batch_of(
         &self,
         digest: &str,
         base_url: &str,
-    ) -> Result<Option<String>, CacheError> {
-        self.lock()
+    ) -> Result<Option<(String, BatchState)>, CacheError> {
+        self.read()
             .query_row(
-                "SELECT b.id FROM batch_items i JOIN batches b ON b.id = i.batch_id
-                 WHERE i.digest = ?1 AND b.base_url = ?2 AND b.state = 'submitted'
-                 ORDER BY b.created_at DESC LIMIT 1",
+                "SELECT b.id, b.state FROM batch_items i JOIN batches b ON b.id = i.batch_id
+                 WHERE i.digest = ?1 AND b.base_url = ?2 AND b.state IN ('submitted', 'intent')
+                 ORDER BY b.state = 'intent', b.created_at DESC LIMIT 1",
                 params![digest, base_url],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, BatchState::parse(&r.get::<_, String>(1)?))),
             )
             .optional()
             .map_err(|e| self.err(e))
     }
 
-    /// One batch.
-    pub fn batch(&self, id: &str) -> Result<Option<BatchRecord>, CacheError> {
-        let conn = self.lock();
+    pub(super) fn batch(&self, id: &str) -> Result<Option<BatchRecord>, CacheError> {
+        let conn = self.read();
         let mut stmt =
             conn.prepare(&format!("{SELECT_BATCH} WHERE id = ?1")).map_err(|e| self.err(e))?;
         stmt.query_row(params![id], batch_row).optional().map_err(|e| self.err(e))
     }
 
-    /// Every batch, newest first.
-    pub fn batches(&self) -> Result<Vec<BatchRecord>, CacheError> {
-        let conn = self.lock();
+    pub(super) fn batches(&self) -> Result<Vec<BatchRecord>, CacheError> {
+        let conn = self.read();
         let mut stmt = conn
             .prepare(&format!("{SELECT_BATCH} ORDER BY created_at DESC, id"))
             .map_err(|e| self.err(e))?;
@@ -133,32 +215,42 @@ impl Cache {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// A batch's calls: custom id → call.
-    pub fn batch_items(&self, id: &str) -> Result<Vec<(String, CallKey)>, CacheError> {
-        let conn = self.lock();
+    pub(super) fn batch_items(&self, id: &str) -> Result<Vec<BatchItem>, CacheError> {
+        let conn = self.read();
         let mut stmt = conn
-            .prepare("SELECT custom_id, call FROM batch_items WHERE batch_id = ?1")
+            .prepare(
+                "SELECT custom_id, call, rubric_ids, position FROM batch_items WHERE batch_id = ?1
+                 ORDER BY position, rowid",
+            )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .query_map(params![id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<i64>>(3)?,
+                ))
+            })
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
-        for row in rows {
-            let (custom_id, call) = row.map_err(|e| self.err(e))?;
+        for (n, row) in rows.enumerate() {
+            let (custom_id, call, ids, position) = row.map_err(|e| self.err(e))?;
             let key: CallKey = serde_json::from_str(&call).map_err(|e| self.err(e))?;
-            out.push((custom_id, key));
+            let rubric_ids = ids.and_then(|t| serde_json::from_str(&t).ok());
+            let position = position.map(|p| p as u32).unwrap_or(n as u32);
+            out.push(BatchItem { custom_id, key, rubric_ids, position });
         }
         Ok(out)
     }
 
-    /// Moves a batch on, with a note on why.
-    pub fn set_batch_state(
+    pub(super) fn set_batch_state(
         &self,
         id: &str,
         state: BatchState,
         note: Option<&str>,
     ) -> Result<(), CacheError> {
-        self.lock()
+        self.write()?
             .execute(
                 "UPDATE batches SET state = ?2, note = COALESCE(?3, note), updated_at = ?4 WHERE id = ?1",
                 params![id, state.as_str(), note, now()],
@@ -168,7 +260,7 @@ impl Cache {
     }
 }
 
-const SELECT_BATCH: &str = "SELECT id, judge, provider, base_url, model, state, items, input_file, note, created_at FROM batches";
+const SELECT_BATCH: &str = "SELECT id, judge, provider, base_url, model, state, items, input_file, note, created_at, tag, owner FROM batches";
 
 fn batch_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
     Ok(BatchRecord {
@@ -182,52 +274,76 @@ fn batch_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
         input_file: r.get(7)?,
         note: r.get(8)?,
         created_at: r.get(9)?,
+        tag: r.get(10)?,
+        owner: r.get(11)?,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::Cache;
 
-    #[test]
-    fn a_recorded_batch_is_found_by_its_calls_until_collected() {
-        let path =
-            std::env::temp_dir().join(format!("redjury-batches-{}.sqlite", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let cache = Cache::open(&path).expect("open");
-        let key = CallKey {
+    fn key() -> CallKey {
+        CallKey {
             provider: "openai".into(),
             model: "m".into(),
             params: "p".into(),
             template_version: "v".into(),
             prompt_hash: "h".into(),
             repeat: 0,
-        };
-        let record = BatchRecord {
-            id: "batch_1".into(),
+        }
+    }
+
+    fn intent(tag: &str) -> BatchRecord {
+        BatchRecord {
+            id: BatchRecord::intent_id(tag),
             judge: "gpt".into(),
             provider: "openai".into(),
             base_url: "http://x/v1".into(),
             model: "m".into(),
-            state: BatchState::Submitted,
+            state: BatchState::Intent,
             items: 1,
-            input_file: Some("file-1".into()),
+            input_file: None,
             note: None,
             created_at: 1,
+            tag: Some(tag.into()),
+            owner: Some("host/1/x".into()),
+        }
+    }
+
+    /// An intent carries its calls (with their rubric ids) before anything
+    /// is sent; adopted under the provider's id it is found by its calls
+    /// until collected; a dropped intent leaves nothing behind.
+    #[test]
+    fn an_intent_becomes_a_batch_found_by_its_calls_until_collected() {
+        let dir = tempfile::tempdir().expect("temp");
+        let cache = Cache::open(&dir.path().join("c.sqlite")).expect("open");
+        let item = BatchItem {
+            custom_id: key().digest(),
+            key: key(),
+            rubric_ids: Some(vec!["r1".into(), "r2".into()]),
+            position: 0,
         };
-        cache.record_batch(&record, &[(key.digest(), key.clone())]).expect("record");
+        cache.record_batch(&intent("t1"), std::slice::from_ref(&item)).expect("record");
+        let found = cache.open_batch_of(&key().digest(), "http://x/v1").expect("query");
+        assert_eq!(found, Some(("intent:t1".to_string(), BatchState::Intent)));
+        cache.adopt_intent("intent:t1", "batch_1", Some("file-1")).expect("adopt");
+        let found = cache.open_batch_of(&key().digest(), "http://x/v1").expect("query");
+        assert_eq!(found, Some(("batch_1".to_string(), BatchState::Submitted)));
+        assert_eq!(cache.open_batch_of(&key().digest(), "http://other/v1").expect("query"), None);
+        assert_eq!(cache.batch_items("batch_1").expect("items"), vec![item.clone()]);
+        let adopted = cache.batch("batch_1").expect("read").expect("recorded");
         assert_eq!(
-            cache.open_batch_of(&key.digest(), "http://x/v1").expect("query").as_deref(),
-            Some("batch_1")
+            (adopted.tag.as_deref(), adopted.input_file.as_deref()),
+            (Some("t1"), Some("file-1"))
         );
-        assert_eq!(cache.open_batch_of(&key.digest(), "http://other/v1").expect("query"), None);
-        assert_eq!(cache.batch_items("batch_1").expect("items"), vec![(key.digest(), key.clone())]);
+        assert_eq!(cache.batch("intent:t1").expect("read"), None);
         cache.set_batch_state("batch_1", BatchState::Collected, Some("completed")).expect("set");
-        assert_eq!(cache.open_batch_of(&key.digest(), "http://x/v1").expect("query"), None);
-        let listed = cache.batches().expect("list");
-        assert_eq!(listed[0].state, BatchState::Collected);
-        assert_eq!(listed[0].note.as_deref(), Some("completed"));
-        drop(cache);
-        let _ = std::fs::remove_file(&path);
+        assert_eq!(cache.open_batch_of(&key().digest(), "http://x/v1").expect("query"), None);
+        cache.record_batch(&intent("t2"), &[item]).expect("record");
+        cache.drop_intent("intent:t2").expect("drop");
+        assert_eq!(cache.batch_items("intent:t2").expect("items"), vec![]);
+        assert_eq!(cache.batches().expect("list").len(), 1);
     }
 }

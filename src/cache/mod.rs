@@ -1,30 +1,35 @@
-//! The store: one SQLite file holding prompts, judge responses, rendered
-//! views and check verdicts, shared by every run and process that names it.
+//! The store: prompts, judge responses, rendered views, check verdicts,
+//! leases and provider batches, shared by every run and process that names
+//! it (one SQLite file, `sqlite.rs`).
 //!
 //! Owns: content-addressed prompts; judge responses keyed by (provider,
 //! model, call parameters, template version, prompt hash, repeat index),
 //! each committed on its own so a killed process loses no answer already
 //! received; leases that stop two processes paying for the same call at
 //! once; the render and check caches the pipeline keys by an output's
-//! bytes. Must never store an API key or anything derived from one, and
-//! never drop a received answer: one that cannot be stored (the database
-//! locked for too long) goes to a journal beside the file and is stored on
-//! the next chance.
+//! bytes; the journal and the answers held in memory. Must never store an
+//! API key or anything derived from one, and never drop a received answer:
+//! one the store cannot take (locked for too long, a full disk, a file
+//! that is gone) goes to a journal beside the file, synced, and when even
+//! that fails it is held in memory, retried at every later write and at
+//! the end of the run, and counted ([`Cache::unstored`]) so that no run
+//! ends as a success while a paid answer is kept nowhere.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::hash::sha256_hex;
 use crate::prompt::Prompt;
 
 mod batches;
+mod sqlite;
 
-pub use batches::{BatchRecord, BatchState};
+pub use batches::{BatchItem, BatchRecord, BatchState};
+pub use sqlite::{Access, SCHEMA_VERSION};
 
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +39,12 @@ pub struct CacheError {
     pub path: String,
     /// What went wrong.
     pub message: String,
+}
+
+impl CacheError {
+    fn at(path: &Path, e: &dyn std::fmt::Display) -> CacheError {
+        CacheError { path: path.display().to_string(), message: e.to_string() }
+    }
 }
 
 /// Token usage as the provider billed it, normalised: `input` includes
@@ -130,11 +141,19 @@ pub enum Lease {
     HeldElsewhere,
 }
 
-/// One SQLite file.
+/// The store, with its journal and the answers it holds in memory.
 pub struct Cache {
-    conn: Mutex<Connection>,
-    path: String,
+    store: sqlite::Sqlite,
     journal: PathBuf,
+    /// Answers neither the store nor the journal could take, with the last
+    /// reason; retried at every later write and by [`Cache::settle`].
+    held: Mutex<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    answers: Vec<(CallKey, StoredResponse)>,
+    reason: String,
 }
 
 fn now_secs() -> f64 {
@@ -153,69 +172,31 @@ pub fn unix_now() -> i64 {
     now()
 }
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS prompts (
-        hash TEXT PRIMARY KEY, template_version TEXT NOT NULL, system TEXT NOT NULL,
-        user_prefix TEXT NOT NULL, user_rubrics TEXT NOT NULL, rubric_ids TEXT NOT NULL, created_at INTEGER NOT NULL);
-     CREATE TABLE IF NOT EXISTS responses (
-        key TEXT PRIMARY KEY, provider TEXT NOT NULL, model TEXT NOT NULL, params TEXT NOT NULL,
-        template_version TEXT NOT NULL, prompt_hash TEXT NOT NULL, repeat INTEGER NOT NULL,
-        outcome TEXT NOT NULL, text TEXT NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
-        cached_tokens INTEGER NOT NULL, latency_ms INTEGER NOT NULL, attempts INTEGER NOT NULL, created_at INTEGER NOT NULL);
-     CREATE TABLE IF NOT EXISTS renders (key TEXT PRIMARY KEY, gate TEXT NOT NULL, view TEXT, created_at INTEGER NOT NULL);
-     CREATE TABLE IF NOT EXISTS checks (key TEXT PRIMARY KEY, results TEXT NOT NULL, created_at INTEGER NOT NULL);
-     CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL);
-     CREATE TABLE IF NOT EXISTS batches (
-        id TEXT PRIMARY KEY, judge TEXT NOT NULL, provider TEXT NOT NULL, base_url TEXT NOT NULL,
-        model TEXT NOT NULL, state TEXT NOT NULL, items INTEGER NOT NULL, input_file TEXT,
-        note TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
-     CREATE TABLE IF NOT EXISTS batch_items (
-        batch_id TEXT NOT NULL, custom_id TEXT NOT NULL, call TEXT NOT NULL, digest TEXT NOT NULL,
-        PRIMARY KEY (batch_id, custom_id));
-     CREATE INDEX IF NOT EXISTS batch_items_digest ON batch_items (digest);";
-
 impl Cache {
     /// Opens (or creates) the store, waiting up to [`DEFAULT_BUSY_TIMEOUT`]
-    /// whenever another process holds it locked.
+    /// whenever another process holds it locked. A store written by a newer
+    /// redjury is refused; one that cannot be written is opened read-only
+    /// (see [`Cache::notes`]).
     pub fn open(path: &Path) -> Result<Cache, CacheError> {
         Cache::open_with(path, DEFAULT_BUSY_TIMEOUT)
     }
 
     /// Opens the store with another busy timeout.
     pub fn open_with(path: &Path, busy_timeout: Duration) -> Result<Cache, CacheError> {
-        let err = |e: &dyn std::fmt::Display| CacheError {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| err(&e))?;
-        }
-        let conn = Connection::open(path).map_err(|e| err(&e))?;
-        conn.busy_timeout(busy_timeout).map_err(|e| err(&e))?;
-        // WAL + NORMAL: each committed response survives the process being
-        // killed; only an OS crash could lose the last few.
-        enable_wal(&conn, busy_timeout).map_err(|e| err(&busy(&e, busy_timeout)))?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| err(&e))?;
-        conn.execute_batch(SCHEMA).map_err(|e| err(&busy(&e, busy_timeout)))?;
-        migrate(&conn).map_err(|e| err(&busy(&e, busy_timeout)))?;
+        let store = sqlite::Sqlite::open(path, busy_timeout)?;
         let mut journal = path.as_os_str().to_owned();
         journal.push(".pending.jsonl");
-        let cache = Cache {
-            conn: Mutex::new(conn),
-            path: path.display().to_string(),
-            journal: PathBuf::from(journal),
-        };
-        cache.flush_journal()?;
+        let cache = Cache { store, journal: PathBuf::from(journal), held: Mutex::default() };
+        if cache.store.access() == Access::ReadWrite
+            && let Err(e) = cache.flush_journal()
+        {
+            tracing::warn!("{e}");
+        }
         Ok(cache)
     }
 
     fn err(&self, e: impl std::fmt::Display) -> CacheError {
-        CacheError { path: self.path.clone(), message: e.to_string() }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave SQLite inconsistent;
-        // keep using the connection.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        self.store.err(e)
     }
 
     /// Runs `f` on a blocking thread, so that SQLite's waits never stall
@@ -235,137 +216,164 @@ impl Cache {
         }
     }
 
+    /// Whether the store can be written.
+    pub fn access(&self) -> Access {
+        self.store.access()
+    }
+
+    /// What happened to the store that a run should tell at its end: opened
+    /// read-only, its file deleted or replaced while open.
+    pub fn notes(&self) -> Vec<String> {
+        self.store.notes()
+    }
+
     /// Stores a prompt by its hash (once).
     pub fn put_prompt(&self, p: &Prompt) -> Result<(), CacheError> {
-        let ids = serde_json::to_string(&p.rubric_ids).map_err(|e| self.err(e))?;
-        self.lock()
-            .execute(
-                "INSERT OR IGNORE INTO prompts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    p.hash,
-                    p.template_version,
-                    p.system,
-                    p.user_prefix,
-                    p.user_rubrics,
-                    ids,
-                    now()
-                ],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+        self.store.put_prompt(p)
     }
 
     /// A stored prompt, by hash.
     pub fn get_prompt(&self, hash: &str) -> Result<Option<Prompt>, CacheError> {
-        let row = self
-            .lock()
-            .query_row(
-                "SELECT system, user_prefix, user_rubrics, rubric_ids, template_version FROM prompts WHERE hash = ?1",
-                params![hash],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                    ))
-                },
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        Ok(row.and_then(|(system, prefix, rubrics, ids, version)| {
-            let ids: Vec<String> = serde_json::from_str(&ids).ok()?;
-            Some(Prompt::new(system, prefix, rubrics, ids, version))
-        }))
+        self.store.get_prompt(hash)
     }
 
     /// A stored response.
     pub fn get_response(&self, key: &CallKey) -> Result<Option<StoredResponse>, CacheError> {
-        self.lock()
-            .query_row(
-                "SELECT outcome, text, input_tokens, output_tokens, cached_tokens, latency_ms, attempts, cache_write_tokens
-                 FROM responses WHERE key = ?1",
-                params![key.digest()],
-                |r| {
-                    let outcome: String = r.get(0)?;
-                    Ok(StoredResponse {
-                        outcome: if outcome == "declined" { Outcome::Declined } else { Outcome::Text },
-                        text: r.get(1)?,
-                        usage: Usage {
-                            input: r.get::<_, i64>(2)? as u64,
-                            output: r.get::<_, i64>(3)? as u64,
-                            cached: r.get::<_, i64>(4)? as u64,
-                            cache_write: r.get::<_, i64>(7)? as u64,
-                        },
-                        latency_ms: r.get::<_, i64>(5)? as u64,
-                        attempts: r.get::<_, i64>(6)? as u32,
-                    })
-                },
-            )
-            .optional()
-            .map_err(|e| self.err(e))
+        self.store.get_response(key)
     }
 
     /// Stores one response; committed before this returns.
     pub fn put_response(&self, key: &CallKey, r: &StoredResponse) -> Result<(), CacheError> {
-        self.lock()
-            .execute(
-                "INSERT OR REPLACE INTO responses
-                 (key, provider, model, params, template_version, prompt_hash, repeat, outcome, text, input_tokens,
-                  output_tokens, cached_tokens, latency_ms, attempts, created_at, cache_write_tokens)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-                params![
-                    key.digest(),
-                    key.provider,
-                    key.model,
-                    key.params,
-                    key.template_version,
-                    key.prompt_hash,
-                    key.repeat,
-                    r.outcome.as_str(),
-                    r.text,
-                    r.usage.input as i64,
-                    r.usage.output as i64,
-                    r.usage.cached as i64,
-                    r.latency_ms as i64,
-                    r.attempts,
-                    now(),
-                    r.usage.cache_write as i64
-                ],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+        self.store.put_response(key, r)
     }
 
-    /// Stores a response, or, when the database cannot take it (locked by
-    /// another process beyond the busy timeout), appends it to the journal
-    /// beside the file, synced, to be stored on the next chance. Only an
-    /// error writing the journal itself is returned.
+    /// Stores a response, or, when the store cannot take it (locked by
+    /// another process beyond the busy timeout, a full disk, read-only),
+    /// appends it to the journal beside the file, synced, to be stored on
+    /// the next chance. When the journal cannot take it either, the answer
+    /// is held in memory and retried at every later write: the error says
+    /// so, and [`Cache::unstored`] counts it.
     pub fn keep_response(&self, key: &CallKey, r: &StoredResponse) -> Result<(), CacheError> {
+        self.retry_held();
         let Err(e) = self.put_response(key, r) else { return Ok(()) };
-        tracing::warn!(
-            "{e}; the answer is kept in {} and stored when the cache is free",
-            self.journal.display()
-        );
+        if self.store.newly_lost() {
+            let n = self.journal_lost_answers();
+            tracing::warn!(
+                "{n} answers this process stored in the lost cache are kept in {}",
+                self.journal.display()
+            );
+        }
+        match self.journal_answer(key, r) {
+            Ok(()) => {
+                tracing::warn!(
+                    "{e}; the answer is kept in {} and stored when the cache can take it",
+                    self.journal.display()
+                );
+                Ok(())
+            }
+            Err(j) => {
+                let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+                held.answers.push((key.clone(), r.clone()));
+                held.reason = format!("{}; {}", e.message, j.message);
+                Err(self.err(format!(
+                    "{}; the journal {} cannot take it either ({}): it is held in memory ({} held) until one of them can",
+                    e.message,
+                    self.journal.display(),
+                    j.message,
+                    held.answers.len()
+                )))
+            }
+        }
+    }
+
+    /// Appends one answer to the journal, synced. Each line starts on a
+    /// line of its own: a line cut short by a full disk never swallows the
+    /// next one.
+    fn journal_answer(&self, key: &CallKey, r: &StoredResponse) -> Result<(), CacheError> {
         let line = serde_json::to_string(&(key, r)).map_err(|e| self.err(e))?;
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.journal)
             .map_err(|e| self.err(e))?;
-        f.write_all(format!("{line}\n").as_bytes())
+        f.write_all(format!("\n{line}\n").as_bytes())
             .and_then(|()| f.sync_all())
             .map_err(|e| self.err(e))
+    }
+
+    /// Tries to store (or journal) every answer held in memory.
+    fn retry_held(&self) {
+        let answers = {
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            if held.answers.is_empty() {
+                return;
+            }
+            std::mem::take(&mut held.answers)
+        };
+        let mut left = Vec::new();
+        let mut reason = String::new();
+        for (key, r) in answers {
+            if let Err(e) = self.put_response(&key, &r)
+                && let Err(j) = self.journal_answer(&key, &r)
+            {
+                reason = format!("{}; {}", e.message, j.message);
+                left.push((key, r));
+            }
+        }
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if !left.is_empty() {
+            held.reason = reason;
+        }
+        left.append(&mut held.answers);
+        held.answers = left;
+    }
+
+    /// Stores every answer waiting in the journal or in memory; returns how
+    /// many are still kept nowhere but in memory.
+    pub fn settle(&self) -> usize {
+        if self.access() == Access::ReadWrite
+            && let Err(e) = self.flush_journal()
+        {
+            tracing::debug!("{e}");
+        }
+        self.retry_held();
+        self.unstored()
+    }
+
+    /// Received answers that neither the store nor its journal could take:
+    /// they are lost if the process ends now.
+    pub fn unstored(&self) -> usize {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).answers.len()
+    }
+
+    /// Why answers are held in memory (the store's and the journal's
+    /// errors), when some are.
+    pub fn unstored_reason(&self) -> Option<String> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        (!held.answers.is_empty()).then(|| held.reason.clone())
+    }
+
+    /// The journal beside the store.
+    pub fn journal_path(&self) -> &Path {
+        &self.journal
     }
 
     /// Stores every answer waiting in the journal, then removes it. Leaves
     /// the journal in place (and says so) while the database is locked.
     pub fn flush_journal(&self) -> Result<usize, CacheError> {
-        let text = match std::fs::read_to_string(&self.journal) {
+        let journal = self.journal.clone();
+        self.store_answers_from(&journal)
+    }
+
+    /// Stores every answer of a file in the journal's format (one
+    /// `[call, response]` per line), then removes the file; leaves it in
+    /// place when the store cannot take them all. Returns how many were
+    /// stored.
+    pub fn store_answers_from(&self, file: &Path) -> Result<usize, CacheError> {
+        let text = match std::fs::read_to_string(file) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(self.err(e)),
+            Err(e) => return Err(self.err(format!("{}: {e}", file.display()))),
         };
         let mut stored = 0;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -374,16 +382,36 @@ impl Cache {
                 continue;
             };
             if let Err(e) = self.put_response(&key, &r) {
-                tracing::warn!(
-                    "{e}; {} keeps its answers for the next run",
-                    self.journal.display()
-                );
-                return Ok(stored);
+                return Err(self.err(format!(
+                    "{}; {} keeps its answers for the next run",
+                    e.message,
+                    file.display()
+                )));
             }
             stored += 1;
         }
-        std::fs::remove_file(&self.journal).map_err(|e| self.err(e))?;
+        std::fs::remove_file(file).map_err(|e| self.err(e))?;
         Ok(stored)
+    }
+
+    /// The answers held in memory, as lines of the journal's format, for
+    /// the caller to save elsewhere.
+    pub fn held_lines(&self) -> Vec<String> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.answers.iter().filter_map(|a| serde_json::to_string(a).ok()).collect()
+    }
+
+    /// Writes this process's answers to the journal when the store behind
+    /// them is lost (its file replaced by something that is not a store),
+    /// so that a later run can still store them.
+    fn journal_lost_answers(&self) -> usize {
+        let mut n = 0;
+        for (key, r) in self.store.responses_since_open() {
+            if self.journal_answer(&key, &r).is_ok() {
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Asks to send a call: granted when no other owner holds an unexpired
@@ -392,26 +420,14 @@ impl Cache {
     /// `owner` should come from [`lease_owner`].
     pub fn claim(&self, key: &CallKey, owner: &str, ttl: Duration) -> Result<Lease, CacheError> {
         let now = now_secs();
-        let conn = self.lock();
-        let take = |conn: &Connection, stale_before: f64| {
-            conn.execute(
-                "INSERT INTO leases VALUES (?1, ?2, ?3)
-                 ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-                 WHERE leases.expires_at < ?4 OR leases.owner = excluded.owner",
-                params![key.digest(), owner, now + ttl.as_secs_f64(), stale_before],
-            )
-        };
-        if take(&conn, now).map_err(|e| self.err(e))? > 0 {
+        let digest = key.digest();
+        let expires = now + ttl.as_secs_f64();
+        if self.store.take_lease(&digest, owner, expires, now)? {
             return Ok(Lease::Granted);
         }
-        let holder: Option<String> = conn
-            .query_row("SELECT owner FROM leases WHERE key = ?1", params![key.digest()], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(|e| self.err(e))?;
+        let holder = self.store.lease_holder(&digest)?;
         if holder.as_deref().is_some_and(owner_is_gone)
-            && take(&conn, f64::INFINITY).map_err(|e| self.err(e))? > 0
+            && self.store.take_lease(&digest, owner, expires, f64::INFINITY)?
         {
             return Ok(Lease::Granted);
         }
@@ -420,74 +436,99 @@ impl Cache {
 
     /// Ends this owner's lease on a call.
     pub fn release(&self, key: &CallKey, owner: &str) -> Result<(), CacheError> {
-        self.lock()
-            .execute(
-                "DELETE FROM leases WHERE key = ?1 AND owner = ?2",
-                params![key.digest(), owner],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+        self.store.release(&key.digest(), owner)
     }
 
     /// A stored gate result and annotated view (see `run::render_key`).
     pub fn get_render(&self, key: &str) -> Result<Option<(String, Option<String>)>, CacheError> {
-        self.lock()
-            .query_row("SELECT gate, view FROM renders WHERE key = ?1", params![key], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()
-            .map_err(|e| self.err(e))
+        self.store.get_render(key)
     }
 
     /// Stores a gate result and annotated view.
     pub fn put_render(&self, key: &str, gate: &str, view: Option<&str>) -> Result<(), CacheError> {
-        self.lock()
-            .execute(
-                "INSERT OR REPLACE INTO renders VALUES (?1, ?2, ?3, ?4)",
-                params![key, gate, view, now()],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+        self.store.put_render(key, gate, view)
     }
 
     /// Folds the write-ahead log into the database file, so that the next
     /// run reads from the file instead of replaying a long log.
     pub fn checkpoint(&self) -> Result<(), CacheError> {
-        self.lock()
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .map_err(|e| self.err(e))
+        self.store.checkpoint()
     }
 
     /// Stored check results (JSON) for an output and a task's checks.
     pub fn get_checks(&self, key: &str) -> Result<Option<String>, CacheError> {
-        self.lock()
-            .query_row("SELECT results FROM checks WHERE key = ?1", params![key], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.err(e))
+        self.store.get_checks(key)
     }
 
     /// Stores a task's check verdicts on one output.
     pub fn put_checks(&self, key: &str, results: &str) -> Result<(), CacheError> {
-        self.lock()
-            .execute(
-                "INSERT OR REPLACE INTO checks VALUES (?1, ?2, ?3)",
-                params![key, results, now()],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+        self.store.put_checks(key, results)
     }
 
     /// How many responses are stored.
     pub fn response_count(&self) -> Result<u64, CacheError> {
-        self.lock()
-            .query_row("SELECT COUNT(*) FROM responses", [], |r| r.get::<_, i64>(0))
-            .map(|n| n as u64)
-            .map_err(|e| self.err(e))
+        self.store.response_count()
     }
 
     /// The file's path, for messages.
-    pub fn path(&self) -> &str {
-        &self.path
+    pub fn path(&self) -> &Path {
+        self.store.path()
+    }
+
+    /// Records a batch (or the intent to send one) and its calls in one
+    /// transaction.
+    pub fn record_batch(&self, b: &BatchRecord, items: &[BatchItem]) -> Result<(), CacheError> {
+        self.store.record_batch(b, items)
+    }
+
+    /// An intent's batch is known to the provider as `id`.
+    pub fn adopt_intent(
+        &self,
+        intent: &str,
+        id: &str,
+        input_file: Option<&str>,
+    ) -> Result<(), CacheError> {
+        self.store.adopt_intent(intent, id, input_file)
+    }
+
+    /// Forgets an intent whose batch the provider never created.
+    pub fn drop_intent(&self, intent: &str) -> Result<(), CacheError> {
+        self.store.drop_intent(intent)
+    }
+
+    /// The batch not yet collected (or intent) that carries a call with
+    /// this digest, sent to `base_url`.
+    pub fn open_batch_of(
+        &self,
+        digest: &str,
+        base_url: &str,
+    ) -> Result<Option<(String, BatchState)>, CacheError> {
+        self.store.open_batch_of(digest, base_url)
+    }
+
+    /// One batch.
+    pub fn batch(&self, id: &str) -> Result<Option<BatchRecord>, CacheError> {
+        self.store.batch(id)
+    }
+
+    /// Every batch, newest first.
+    pub fn batches(&self) -> Result<Vec<BatchRecord>, CacheError> {
+        self.store.batches()
+    }
+
+    /// A batch's calls, in request order.
+    pub fn batch_items(&self, id: &str) -> Result<Vec<BatchItem>, CacheError> {
+        self.store.batch_items(id)
+    }
+
+    /// Moves a batch on, with a note on why.
+    pub fn set_batch_state(
+        &self,
+        id: &str,
+        state: BatchState,
+        note: Option<&str>,
+    ) -> Result<(), CacheError> {
+        self.store.set_batch_state(id, state, note)
     }
 }
 
@@ -503,74 +544,13 @@ fn host_name() -> String {
 
 /// Whether a lease owner is a process of this machine that no longer runs.
 /// Only Linux can tell (through /proc); elsewhere leases wait for expiry.
-fn owner_is_gone(owner: &str) -> bool {
+pub fn owner_is_gone(owner: &str) -> bool {
     let mut parts = owner.splitn(3, '/');
     let (Some(host), Some(pid)) = (parts.next(), parts.next()) else { return false };
     cfg!(target_os = "linux")
         && host == host_name()
         && pid.parse::<u32>().is_ok()
         && !Path::new(&format!("/proc/{pid}")).exists()
-}
-
-/// Switches the store to WAL. SQLite answers a journal-mode change made
-/// while another connection has the file open with "locked" at once,
-/// without waiting on the busy timeout, so several processes opening a new
-/// store together retry here until one of them has made the change.
-fn enable_wal(conn: &Connection, timeout: Duration) -> rusqlite::Result<()> {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
-        if mode.eq_ignore_ascii_case("wal") {
-            return Ok(());
-        }
-        match conn.pragma_update(None, "journal_mode", "WAL") {
-            Ok(()) => return Ok(()),
-            Err(e)
-                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
-                    && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Columns added after the first release. Look and add under one write
-/// lock: two processes opening the same old (or new) store at once would
-/// otherwise both see the column missing and the second ALTER would fail.
-fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let result = (|| {
-        let has = conn
-            .prepare(
-                "SELECT 1 FROM pragma_table_info('responses') WHERE name = 'cache_write_tokens'",
-            )?
-            .exists([])?;
-        if !has {
-            conn.execute_batch(
-                "ALTER TABLE responses ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",
-            )?;
-        }
-        Ok(())
-    })();
-    match result {
-        Ok(()) => conn.execute_batch("COMMIT"),
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(e)
-        }
-    }
-}
-
-/// SQLite's "database is locked" says nothing of how long we waited.
-fn busy(e: &rusqlite::Error, waited: Duration) -> String {
-    match e.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
-            format!("{e} (another process held it for more than {} s)", waited.as_secs())
-        }
-        _ => e.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -601,7 +581,7 @@ mod tests {
     #[test]
     fn many_openers_of_a_new_store_all_succeed() {
         for round in 0..60 {
-            let path = temp(&format!("openers-{round}"));
+            let (_dir, path) = temp(&format!("openers-{round}"));
             let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
             let openers: Vec<_> = (0..6)
                 .map(|_| {
@@ -618,18 +598,17 @@ mod tests {
         }
     }
 
-    fn temp(tag: &str) -> PathBuf {
-        let p =
-            std::env::temp_dir().join(format!("redjury-cache-{tag}-{}.sqlite", std::process::id()));
-        for suffix in ["", "-wal", "-shm", ".pending.jsonl"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
-        }
-        p
+    /// A scratch folder (removed when dropped) and a store path in it.
+    fn temp(tag: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::Builder::new().prefix(&format!("redjury-cache-{tag}-")).tempdir();
+        let dir = dir.expect("temp dir");
+        let path = dir.path().join("cache.sqlite");
+        (dir, path)
     }
 
     #[test]
     fn leases_exclude_other_owners_until_they_expire() {
-        let path = temp("lease");
+        let (_dir, path) = temp("lease");
         let cache = Cache::open(&path).expect("opens");
         assert_eq!(cache.claim(&key(0), "a", Duration::from_secs(60)).ok(), Some(Lease::Granted));
         assert_eq!(
@@ -669,20 +648,169 @@ mod tests {
 
     #[test]
     fn an_answer_the_locked_database_cannot_take_is_journalled_then_stored() {
-        let path = temp("journal");
+        let (_dir, path) = temp("journal");
         let cache = Cache::open_with(&path, Duration::from_millis(100)).expect("opens");
-        let other = Connection::open(&path).expect("second connection");
+        let other = rusqlite::Connection::open(&path).expect("second connection");
         other.execute_batch("BEGIN EXCLUSIVE").expect("lock");
         cache.keep_response(&key(7), &response()).expect("kept");
         assert!(cache.journal.exists(), "the answer waits in the journal");
-        assert_eq!(
-            cache.flush_journal().ok(),
-            Some(0),
-            "still locked: nothing stored, nothing lost"
-        );
+        assert!(cache.flush_journal().is_err(), "still locked: nothing stored, nothing lost");
         other.execute_batch("COMMIT").expect("unlock");
         assert_eq!(cache.flush_journal().ok(), Some(1));
         assert!(!cache.journal.exists());
         assert_eq!(cache.get_response(&key(7)).ok().flatten(), Some(response()));
+    }
+
+    /// A store a newer redjury wrote (a higher schema version, or a column
+    /// this version cannot fill in) is refused, naming both versions, and
+    /// left untouched. (It was opened, every answer failed "NOT NULL
+    /// constraint failed" into a journal that never drained, and every run
+    /// paid for every call again.)
+    #[test]
+    fn a_store_written_by_a_newer_redjury_is_refused_and_left_untouched() {
+        for (tag, change) in [
+            ("version", "PRAGMA user_version = 99".to_string()),
+            (
+                "column",
+                "ALTER TABLE responses ADD COLUMN judged_by TEXT NOT NULL DEFAULT ''".into(),
+            ),
+        ] {
+            let (_dir, path) = temp(tag);
+            drop(Cache::open(&path).expect("opens"));
+            let conn = rusqlite::Connection::open(&path).expect("connection");
+            conn.execute_batch(&change).expect("made newer");
+            drop(conn);
+            let before = std::fs::read(&path).expect("read");
+            let e = Cache::open(&path).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("written by a newer redjury"), "{tag}: {e}");
+            assert!(e.contains(&format!("store schema {SCHEMA_VERSION}")), "{tag}: {e}");
+            let named = if tag == "version" { "store schema 99" } else { "responses.judged_by" };
+            assert!(e.contains(named), "{tag}: {e}");
+            assert_eq!(std::fs::read(&path).expect("read"), before, "{tag}: untouched");
+        }
+    }
+
+    /// A store from before schema versions (an older redjury's) opens, is
+    /// migrated, and keeps its answers.
+    #[test]
+    fn an_older_store_is_migrated_and_keeps_its_answers() {
+        let (_dir, path) = temp("older");
+        let conn = rusqlite::Connection::open(&path).expect("connection");
+        conn.execute_batch(
+            "CREATE TABLE responses (
+                key TEXT PRIMARY KEY, provider TEXT NOT NULL, model TEXT NOT NULL, params TEXT NOT NULL,
+                template_version TEXT NOT NULL, prompt_hash TEXT NOT NULL, repeat INTEGER NOT NULL,
+                outcome TEXT NOT NULL, text TEXT NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+                cached_tokens INTEGER NOT NULL, latency_ms INTEGER NOT NULL, attempts INTEGER NOT NULL, created_at INTEGER NOT NULL);
+             CREATE TABLE batch_items (
+                batch_id TEXT NOT NULL, custom_id TEXT NOT NULL, call TEXT NOT NULL, digest TEXT NOT NULL,
+                PRIMARY KEY (batch_id, custom_id));",
+        )
+        .expect("old schema");
+        conn.execute(
+            "INSERT INTO responses VALUES (?1, 'openai', 'm', 'p', 'v', 'h', 0, 'text', '{}', 10, 2, 0, 5, 1, 0)",
+            rusqlite::params![key(0).digest()],
+        )
+        .expect("old answer");
+        drop(conn);
+        let cache = Cache::open(&path).expect("migrated");
+        let old = cache.get_response(&key(0)).expect("read").expect("kept");
+        assert_eq!(old.usage.cache_write, 0);
+        let version: i64 =
+            cache.store.read().query_row("PRAGMA user_version", [], |r| r.get(0)).expect("v");
+        assert_eq!(version, SCHEMA_VERSION);
+    }
+
+    /// With the store full and the journal unwritable (a full disk), an
+    /// answer is held in memory and counted, and stored as soon as either
+    /// can take it. (It was logged and dropped: the run exited 0 and the
+    /// next one paid for it again.)
+    #[test]
+    fn an_answer_neither_the_store_nor_the_journal_can_take_is_held_until_one_can() {
+        let (_dir, path) = temp("held");
+        let cache = Cache::open(&path).expect("opens");
+        let pages: i64 =
+            cache.store.read().query_row("PRAGMA page_count", [], |r| r.get(0)).expect("pages");
+        cache.store.read().pragma_update(None, "max_page_count", pages).expect("full");
+        let big = StoredResponse { text: "x".repeat(64 << 10), ..response() };
+        std::fs::create_dir(&cache.journal).expect("the journal path is taken");
+        let e = cache.keep_response(&key(1), &big).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("held in memory (1 held)"), "{e}");
+        assert_eq!(cache.unstored(), 1);
+        assert!(
+            cache.unstored_reason().is_some_and(|r| r.contains("full")),
+            "{:?}",
+            cache.unstored_reason()
+        );
+        assert_eq!(cache.settle(), 1, "still nowhere to put it");
+        std::fs::remove_dir(&cache.journal).expect("journal freed");
+        cache.store.read().pragma_update(None, "max_page_count", 1_000_000).expect("space");
+        assert_eq!(cache.settle(), 0);
+        assert_eq!(cache.get_response(&key(1)).expect("read"), Some(big));
+    }
+
+    /// The file deleted while open: the next write notices, writes a new
+    /// store at the path with what this process had written, says so, and
+    /// stores there from then on. (Answers went into the deleted file and
+    /// were gone at exit; the run said nothing.)
+    #[test]
+    fn a_store_deleted_while_open_is_written_again_at_its_path() {
+        for (tag, deleted) in [("main", &[""][..]), ("all", &["", "-wal", "-shm"][..])] {
+            let (_dir, path) = temp(tag);
+            let cache = Cache::open(&path).expect("opens");
+            cache.put_response(&key(1), &response()).expect("stored");
+            for suffix in deleted {
+                std::fs::remove_file(format!("{}{suffix}", path.display())).expect("deleted");
+            }
+            cache.put_response(&key(2), &response()).expect("stored after the deletion");
+            cache.put_response(&key(3), &response()).expect("and after that");
+            let notes = cache.notes();
+            assert!(notes.len() == 1 && notes[0].contains("was deleted"), "{tag}: {notes:?}");
+            drop(cache);
+            let reopened = Cache::open(&path).expect("a store is at the path again");
+            for n in [1, 2, 3] {
+                assert!(reopened.get_response(&key(n)).expect("read").is_some(), "{tag}: {n}");
+            }
+        }
+    }
+
+    /// A file that is not a redjury store (a text file, another program's
+    /// database) is refused as a cache and left exactly as it was.
+    #[test]
+    fn a_file_that_is_not_a_store_is_refused_and_left_as_it_was() {
+        let (dir, notes) = temp("foreign");
+        std::fs::write(&notes, "my notes").expect("write");
+        let e = Cache::open(&notes).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("not a redjury cache (not an SQLite database)"), "{e}");
+        assert_eq!(std::fs::read_to_string(&notes).ok().as_deref(), Some("my notes"));
+        let other = dir.path().join("app.db");
+        let conn = rusqlite::Connection::open(&other).expect("db");
+        conn.execute_batch("CREATE TABLE accounts (id INTEGER)").expect("table");
+        drop(conn);
+        let before = std::fs::read(&other).expect("read");
+        let e = Cache::open(&other).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("not a redjury cache (its tables: accounts)"), "{e}");
+        assert_eq!(std::fs::read(&other).expect("read"), before);
+    }
+
+    /// The file replaced by something that is not a store: it is left as
+    /// it is, nothing more goes into the ghost, and answers go to the
+    /// journal (with this process's earlier ones).
+    #[test]
+    fn a_store_replaced_by_another_file_is_left_alone_and_answers_are_journalled() {
+        let (_dir, path) = temp("replaced");
+        let cache = Cache::open(&path).expect("opens");
+        cache.put_response(&key(1), &response()).expect("stored");
+        let moved = path.with_extension("moved");
+        std::fs::rename(&path, &moved).expect("moved away");
+        std::fs::write(&path, "not a database").expect("replaced");
+        cache.keep_response(&key(2), &response()).expect("journalled");
+        let third = cache.put_response(&key(3), &response());
+        assert!(third.is_err(), "no write into a ghost: {:?} {:?}", third, cache.notes());
+        assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some("not a database"));
+        let journal = std::fs::read_to_string(&cache.journal).expect("journal");
+        let lines = journal.lines().filter(|l| !l.is_empty()).count();
+        assert_eq!(lines, 2, "this answer and the one stored in the lost file: {journal}");
+        assert!(cache.notes().iter().any(|n| n.contains("replaced by another file")));
     }
 }

@@ -382,6 +382,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let bar = progress::Bar::new(!quiet);
                 let c = redjury::calibrate::run(&scorer, &set, &settings, &bar).await;
                 bar.finish();
+                let held = scorer.settle_store(redjury::pipeline::STORE_WAIT).await;
+                if held > 0 {
+                    anyhow::bail!(
+                        "{held} judge answers received could not be stored in {} or its journal ({}): they are lost when redjury exits",
+                        scorer.cache().path().display(),
+                        scorer.cache().unstored_reason().unwrap_or_default()
+                    );
+                }
                 anyhow::Ok(c?)
             })?;
             redjury::calibrate::report::write(&out, &c)
@@ -414,12 +422,15 @@ impl Setup {
         Setup::refuse_quorum(Scorer::new(self.config.clone()))
     }
 
-    /// A quorum that cannot be met is a refusal (exit 2), not a failure.
+    /// A quorum that cannot be met, or a cache that cannot be used (a
+    /// newer redjury's, not a cache at all), is a refusal before any work
+    /// (exit 2), not a failure.
     fn refuse_quorum(
         built: Result<Scorer, redjury::pipeline::ScorerError>,
     ) -> anyhow::Result<Scorer> {
         built.map_err(|e| match e {
-            redjury::pipeline::ScorerError::QuorumUnreachable { .. } => {
+            redjury::pipeline::ScorerError::QuorumUnreachable { .. }
+            | redjury::pipeline::ScorerError::Cache(_) => {
                 anyhow::Error::new(Refused(e.to_string()))
             }
             other => anyhow::Error::new(other),
@@ -574,6 +585,7 @@ fn batch_table(recorded: &[redjury::cache::BatchRecord]) -> String {
     let mut out = String::from("id\tjudge\tprovider\tstate\tcalls\tsubmitted (UTC)\tnote\n");
     for b in recorded {
         let state = match b.state {
+            redjury::cache::BatchState::Intent => "submitting",
             redjury::cache::BatchState::Submitted => "submitted",
             redjury::cache::BatchState::Collected => "collected",
         };
@@ -632,6 +644,13 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         println!("listening on http://{}", listener.local_addr()?);
         let _ = std::io::stdout().flush();
         let end = service.run(listener, shutdown_signal()).await?;
+        if end.unstored > 0 {
+            eprintln!(
+                "error: {} judge answers received could not be stored in the cache or its journal: they are lost when this process exits",
+                end.unstored
+            );
+            return Ok(ExitCode::from(1));
+        }
         if end.unfinished > 0 {
             eprintln!(
                 "stopped with {} outputs unfinished after the grace period; their answers so far are in the cache",
@@ -817,6 +836,9 @@ fn outcome(report: &RunReport) -> String {
                 String::new()
             }
         ));
+    }
+    for note in &s.cache_notes {
+        out.push_str(&format!("  cache: {note}\n"));
     }
     out.push_str(&format!("results in {}\n", report.out_dir.display()));
     out

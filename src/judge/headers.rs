@@ -118,7 +118,7 @@ pub fn until_rfc3339(v: &str) -> Option<Duration> {
 }
 
 /// Seconds since the Unix epoch of an RFC 3339 date-time.
-fn rfc3339_seconds(v: &str) -> Option<f64> {
+pub(crate) fn rfc3339_seconds(v: &str) -> Option<f64> {
     let (date, time) = v.split_once(['T', 't', ' '])?;
     let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
     let (year, month, day) = (d.next()??, d.next()??, d.next()??);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::prepare::Prepared;
 use crate::cache::Cache;
-use crate::judge::batch::{self, BatchProgress, BatchReport, Unanswered};
+use crate::judge::batch::{self, BatchProgress, BatchReport, Leftover, Unanswered};
 use crate::judge::verdicts::JudgeVote;
 use crate::judge::{CallResult, Judge};
 use crate::panel;
@@ -78,32 +78,50 @@ pub(super) async fn submit<'j>(
     plans
 }
 
+/// What the batches of a run left.
+#[derive(Debug, Default)]
+pub struct BatchesLeft {
+    /// Per judge (in panel order), the calls not to send live: they
+    /// abstain with their reason.
+    pub skipped: Vec<Unanswered>,
+    /// Per judge (in panel order), the calls no batch answered that go
+    /// live, and their estimated prompt tokens.
+    pub live: Vec<(usize, u64)>,
+}
+
 /// Waits for every plan's batches; per judge (in panel order), the calls
-/// they left unanswered, as `fallback` says to treat them.
+/// they left: as `fallback` says, sent live or left to abstain. A call the
+/// provider may still answer ([`Leftover::Pending`]) is never sent live.
 pub(super) async fn wait(
     mut plans: Vec<batch::Plan<'_>>,
     judges: &[Arc<Judge>],
     cache: &Arc<Cache>,
     progress: &dyn Progress,
     fallback: BatchFallback,
-) -> Vec<Unanswered> {
+) -> BatchesLeft {
     batch::wait(&mut plans, cache, &Told(progress)).await;
-    let mut skipped = vec![Unanswered::new(); judges.len()];
-    let mut left = 0;
+    let mut left = BatchesLeft {
+        skipped: vec![Unanswered::new(); judges.len()],
+        live: vec![(0, 0); judges.len()],
+    };
     for plan in plans {
         let Some(ji) = judges.iter().position(|j| j.config.name == plan.judge_name()) else {
             continue;
         };
-        let unanswered = plan.unanswered();
-        left += unanswered.len();
-        if fallback == BatchFallback::Incomplete {
-            skipped[ji].extend(unanswered);
+        let tokens = plan.unanswered_tokens();
+        for (digest, leftover) in plan.unanswered() {
+            match (&leftover, fallback) {
+                (Leftover::Unanswered(_), BatchFallback::Live) => left.live[ji].0 += 1,
+                _ => {
+                    left.skipped[ji].insert(digest, leftover);
+                }
+            }
+        }
+        if fallback == BatchFallback::Live {
+            left.live[ji].1 = tokens;
         }
     }
-    if left > 0 && fallback == BatchFallback::Live {
-        tracing::warn!("{left} calls were not answered by batch; sending them live");
-    }
-    skipped
+    left
 }
 
 /// No progress to tell.
@@ -144,7 +162,7 @@ pub async fn judge(
                     results
                         .entry((ii, ji))
                         .or_default()
-                        .push(judge.unanswered(prompt, why.clone()));
+                        .push(judge.unanswered(prompt, why.reason().to_string()));
                     progress.finished(false);
                     continue;
                 }

@@ -16,8 +16,9 @@ pub mod run;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-pub use judging::{BatchFallback, Dispatch, Progress, Silent};
+pub use judging::{BatchFallback, BatchesLeft, Dispatch, Progress, Silent};
 pub use prepare::{OutputSource, Prepared, skeleton};
 
 use crate::cache::{Cache, CacheError};
@@ -50,6 +51,10 @@ pub fn load_tasks(dir: &std::path::Path) -> Result<Vec<Task>, crate::task::TaskE
         _ => Err(crate::task::TaskError::Several(problems)),
     }
 }
+
+/// How long the end of a run waits for room to store the answers the
+/// cache could not take (a full disk).
+pub const STORE_WAIT: Duration = Duration::from_secs(30);
 
 /// Whether judges are called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,21 +264,23 @@ impl Scorer {
     /// Judges prepared outputs (or estimates them in a dry run), votes and
     /// settles every row.
     pub async fn judge(&self, items: Vec<Prepared>, progress: &dyn Progress) -> Vec<TaskResult> {
-        self.store_prompts(&items).await;
         if self.dry_run.is_some() {
+            self.store_prompts(&items).await;
             return self.estimate(items);
         }
-        let skipped = match self.dispatch {
-            Dispatch::Live => Vec::new(),
+        let left = match self.dispatch {
+            Dispatch::Live => BatchesLeft::default(),
             Dispatch::Batch(fallback) => {
                 let plans = self.submit_batches(&items).await;
                 self.wait_batches(plans, progress, fallback).await
             }
         };
-        self.judge_skipping(items, progress, &skipped).await
+        self.judge_skipping(items, progress, &left.skipped).await
     }
 
-    /// Stores every prompt of `items` (rejudge reads them back by hash).
+    /// Stores every prompt of `items` before any judge is asked about it:
+    /// `rejudge` reads them back by hash, and a batch sent again (split,
+    /// refused for its tokens) is rebuilt from them.
     async fn store_prompts(&self, items: &[Prepared]) {
         for item in items {
             if let Some(p) = &item.prompt {
@@ -311,17 +318,18 @@ impl Scorer {
         if self.dry_run.is_some() {
             return Vec::new();
         }
+        self.store_prompts(items).await;
         judging::submit(items, &self.judges, &self.cache).await
     }
 
     /// Waits for submitted batches; per judge (in panel order), the calls
-    /// to leave unanswered, as `fallback` says.
+    /// to leave unanswered, as `fallback` says, and those that go live.
     pub async fn wait_batches(
         &self,
         plans: Vec<batch::Plan<'_>>,
         progress: &dyn Progress,
         fallback: BatchFallback,
-    ) -> Vec<Unanswered> {
+    ) -> BatchesLeft {
         judging::wait(plans, &self.judges, &self.cache, progress, fallback).await
     }
 
@@ -333,9 +341,9 @@ impl Scorer {
         progress: &dyn Progress,
         skipped: &[Unanswered],
     ) -> Vec<TaskResult> {
+        self.store_prompts(&items).await;
         // A dry run calls no judge, whoever asks: it estimates.
         if self.dry_run.is_some() {
-            self.store_prompts(&items).await;
             return self.estimate(items);
         }
         judging::judge(items, &self.judges, self.quorum, &self.cache, progress, skipped).await
@@ -344,6 +352,34 @@ impl Scorer {
     /// Judges a stored prompt for an existing row (`rejudge`).
     pub fn reopen(row: TaskResult, prompt: Option<Prompt>) -> Prepared {
         Prepared { row, prompt, view: None }
+    }
+
+    /// Stores the answers waiting in the journal or in memory, retrying
+    /// for up to `wait` (a full disk freed meanwhile); returns how many are
+    /// still kept nowhere but in memory.
+    pub async fn settle_store(&self, wait: Duration) -> usize {
+        // A store that cannot be written will not make room.
+        let wait = match self.cache.access() {
+            crate::cache::Access::ReadWrite => wait,
+            crate::cache::Access::ReadOnly => Duration::ZERO,
+        };
+        let deadline = Instant::now() + wait;
+        let mut told = false;
+        loop {
+            let held = self.cache.blocking(|c| c.settle()).await;
+            if held == 0 || Instant::now() >= deadline {
+                return held;
+            }
+            if !told {
+                let reason = self.cache.unstored_reason().unwrap_or_default();
+                tracing::warn!(
+                    "{held} judge answers received could not be stored ({reason}); waiting up to {} s for room",
+                    wait.as_secs()
+                );
+                told = true;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
     }
 
     /// The dry run's estimate per judge so far.

@@ -105,6 +105,37 @@ pub enum RunError {
     #[error("{path}/prompts.jsonl has no prompt for {rows}; rescore those with `redjury score`")]
     #[allow(missing_docs)]
     MissingPrompts { path: PathBuf, rows: String },
+    /// Judge answers received in this run could be stored neither in the
+    /// cache nor in its journal (a full disk, a read-only cache).
+    #[error(
+        "{held} judge answers received in this run could not be stored in the cache {cache} or its journal ({reason}); {kept}"
+    )]
+    #[allow(missing_docs)]
+    Unstored { held: usize, cache: PathBuf, reason: String, kept: String },
+    /// An earlier run's answers saved beside its results still cannot be
+    /// stored.
+    #[error(
+        "{path} holds judge answers an earlier run received and could not store, and the cache cannot take them yet ({message}): make room for the cache, then run again (they are paid for; nothing is lost)"
+    )]
+    #[allow(missing_docs)]
+    PendingAnswers { path: PathBuf, message: String },
+}
+
+/// Where a run saves, in its results folder, the judge answers the cache
+/// could not take; the next run into the same folder stores them first.
+pub const PENDING_ANSWERS: &str = "pending-answers.jsonl";
+
+/// Stores the answers an earlier run into `out` saved beside its results.
+fn store_pending_answers(scorer: &Scorer, out: &Path) -> Result<(), RunError> {
+    let file = out.join(PENDING_ANSWERS);
+    match scorer.cache().store_answers_from(&file) {
+        Ok(0) => Ok(()),
+        Ok(n) => {
+            tracing::info!("stored {n} judge answers an earlier run saved in {}", file.display());
+            Ok(())
+        }
+        Err(e) => Err(RunError::PendingAnswers { path: file, message: e.message }),
+    }
 }
 
 /// The folder a run writes into before it is swapped in as `--out`.
@@ -165,6 +196,7 @@ pub async fn score(
     progress: &dyn Progress,
 ) -> Result<RunReport, RunError> {
     let tasks: Vec<Arc<Task>> = super::load_tasks(tasks_dir)?.into_iter().map(Arc::new).collect();
+    store_pending_answers(scorer, &settings.out)?;
     let names: Vec<String> = tasks.iter().map(|t| t.name.clone()).collect();
     let outputs = task::find_outputs(outputs_dir, &names)?;
     let with_output: HashSet<&str> = outputs.found.iter().map(|o| o.task.as_str()).collect();
@@ -182,7 +214,7 @@ pub async fn score(
     let views = start_views(&staging.dir, settings.views)?;
     let mut prompts = Vec::new();
     let chunks: Vec<&[(Arc<Task>, PathBuf, String)]> = work.chunks(BATCH).collect();
-    let rows = judge_chunks(scorer, chunks.len(), progress, async |i, pass| {
+    let rows = judge_chunks(scorer, &settings.prices, chunks.len(), progress, async |i, pass| {
         let batch: Vec<(Arc<Task>, OutputSource, String)> = chunks[i]
             .iter()
             .map(|(t, p, trial)| (t.clone(), OutputSource::Path(p.clone()), trial.clone()))
@@ -206,6 +238,7 @@ pub async fn score(
         .map(|(p, why)| report::Unusable { path: p.display().to_string(), reason: why.clone() })
         .collect();
     finish(scorer, settings, staging, rows, prompts, Leftovers { missing, unmatched, unusable })
+        .await
 }
 
 /// Which time a chunk of outputs is prepared: the first (its prompts and
@@ -223,6 +256,7 @@ enum Pass {
 /// waited on, then the chunks are prepared again and judged from the cache.
 async fn judge_chunks(
     scorer: &Scorer,
+    prices: &Prices,
     chunks: usize,
     progress: &dyn Progress,
     mut prepare: impl AsyncFnMut(usize, Pass) -> Result<Vec<Prepared>, RunError>,
@@ -241,12 +275,42 @@ async fn judge_chunks(
         let prepared = prepare(i, Pass::First).await?;
         plans.extend(scorer.submit_batches(&prepared).await);
     }
-    let skipped = scorer.wait_batches(plans, progress, fallback).await;
+    let left = scorer.wait_batches(plans, progress, fallback).await;
+    warn_live_fallback(scorer, prices, &left);
     for i in 0..chunks {
         let prepared = prepare(i, Pass::Again).await?;
-        rows.extend(scorer.judge_skipping(prepared, progress, &skipped).await);
+        rows.extend(scorer.judge_skipping(prepared, progress, &left.skipped).await);
     }
     Ok(rows)
+}
+
+/// Says, per judge, how many calls no batch answered go live, and what
+/// that costs over the batch price (prompt tokens estimated, output at
+/// the cap: an upper bound).
+fn warn_live_fallback(scorer: &Scorer, prices: &Prices, left: &super::BatchesLeft) {
+    for (judge, &(calls, tokens)) in scorer.judges().iter().zip(&left.live) {
+        if calls == 0 {
+            continue;
+        }
+        let output = calls as u64 * u64::from(judge.config.max_output_tokens);
+        let model = &judge.config.model;
+        let live =
+            prices.cost(model, report::Billed { input: tokens, output, ..Default::default() });
+        let batch = prices.cost(
+            model,
+            report::Billed { batch_input: tokens, batch_output: output, ..Default::default() },
+        );
+        let cost = match (live, batch) {
+            (Some(l), Some(b)) => {
+                format!(": at most ${l:.2} live instead of ${b:.2} by batch (${:.2} more)", l - b)
+            }
+            _ => String::new(),
+        };
+        tracing::warn!(
+            "judge '{}': {calls} calls were not answered by batch and go live at the live price{cost}",
+            judge.config.name
+        );
+    }
 }
 
 /// Writes the views of a batch and records its prompts.
@@ -298,6 +362,7 @@ pub async fn rejudge(
         return Err(RunError::SameFolder { path: settings.out.clone() });
     }
     let (rows, old) = report::load_run(run_dir)?;
+    store_pending_answers(scorer, &settings.out)?;
     let records = report::load_prompts(run_dir)?;
     let by_key: BTreeMap<(String, String), PromptRecord> =
         records.into_iter().map(|p| ((p.task.clone(), p.trial.clone()), p)).collect();
@@ -327,25 +392,26 @@ pub async fn rejudge(
     }
     let mut prompts = Vec::new();
     let chunks: Vec<&[TaskResult]> = rows.chunks(BATCH).collect();
-    let out_rows = judge_chunks(scorer, chunks.len(), progress, async |i, pass| {
-        let mut items = Vec::with_capacity(chunks[i].len());
-        for row in chunks[i] {
-            let mut row = row.clone();
-            row.reopen_judged();
-            let prompt = match by_key.get(&(row.task.clone(), row.trial.clone())) {
-                Some(reference) if row.gate.passed => {
-                    Some(reference.resolve(scorer.cache(), run_dir)?)
+    let out_rows =
+        judge_chunks(scorer, &settings.prices, chunks.len(), progress, async |i, pass| {
+            let mut items = Vec::with_capacity(chunks[i].len());
+            for row in chunks[i] {
+                let mut row = row.clone();
+                row.reopen_judged();
+                let prompt = match by_key.get(&(row.task.clone(), row.trial.clone())) {
+                    Some(reference) if row.gate.passed => {
+                        Some(reference.resolve(scorer.cache(), run_dir)?)
+                    }
+                    _ => None,
+                };
+                if let (Some(p), Pass::First) = (&prompt, pass) {
+                    prompts.push(PromptRecord::of(&row.task, &row.trial, p));
                 }
-                _ => None,
-            };
-            if let (Some(p), Pass::First) = (&prompt, pass) {
-                prompts.push(PromptRecord::of(&row.task, &row.trial, p));
+                items.push(Scorer::reopen(row, prompt));
             }
-            items.push(Scorer::reopen(row, prompt));
-        }
-        Ok(items)
-    })
-    .await?;
+            Ok(items)
+        })
+        .await?;
     let unusable = old.unusable_outputs.clone();
     finish(
         scorer,
@@ -355,6 +421,7 @@ pub async fn rejudge(
         prompts,
         Leftovers { missing: old.missing, unmatched: old.unmatched_outputs, unusable },
     )
+    .await
 }
 
 /// A run's summary: the figures over `rows` and what the scorer's judges
@@ -373,6 +440,7 @@ pub fn summarize(
     summary.dry_run = scorer.dry_run().is_some();
     summary.quorum = scorer.quorum();
     summary.template_version = scorer.templates().version.clone();
+    summary.cache_notes = scorer.cache().notes();
     let estimates = scorer.estimates();
     for j in scorer.judges() {
         let c = j.counters.snapshot();
@@ -422,7 +490,7 @@ pub struct Leftovers {
     pub unusable: Vec<report::Unusable>,
 }
 
-fn finish(
+async fn finish(
     scorer: &Scorer,
     settings: &RunSettings,
     staging: Staging,
@@ -430,6 +498,7 @@ fn finish(
     prompts: Vec<PromptRecord>,
     left: Leftovers,
 ) -> Result<RunReport, RunError> {
+    let held = scorer.settle_store(super::STORE_WAIT).await;
     let summary = summarize(
         scorer,
         &rows,
@@ -442,8 +511,11 @@ fn finish(
         .map_err(|source| RunError::Write { path: staging.dir.clone(), source })?;
     staging.swap()?;
     let cache = scorer.cache();
-    if let Err(e) = cache.flush_journal().and_then(|_| cache.checkpoint()) {
+    if let Err(e) = cache.checkpoint() {
         tracing::warn!("{e}");
+    }
+    if held > 0 {
+        return Err(unstored(scorer, held, &settings.out));
     }
     let end = if summary.dry_run {
         RunEnd::DryRun
@@ -453,6 +525,32 @@ fn finish(
         RunEnd::Complete
     };
     Ok(RunReport { summary, end, out_dir: settings.out.clone() })
+}
+
+/// The answers still held in memory, saved in the results folder when it
+/// can take them (the next run into it stores them), and the error that
+/// says where they are.
+fn unstored(scorer: &Scorer, held: usize, out: &Path) -> RunError {
+    let cache = scorer.cache();
+    let file = out.join(PENDING_ANSWERS);
+    let lines = cache.held_lines().join("\n");
+    let kept = match std::fs::write(&file, format!("{lines}\n")) {
+        Ok(()) => format!(
+            "they are saved in {}, and the next run with --out {} stores them in the cache first (nothing to pay again)",
+            file.display(),
+            out.display()
+        ),
+        Err(e) => format!(
+            "they could not be saved in {} either ({e}): they are held in memory only and are lost when redjury exits, so a rerun pays for those calls again",
+            file.display()
+        ),
+    };
+    RunError::Unstored {
+        held,
+        cache: cache.path().to_path_buf(),
+        reason: cache.unstored_reason().unwrap_or_default(),
+        kept,
+    }
 }
 
 #[cfg(test)]

@@ -82,6 +82,7 @@ pub fn summary(s: &Summary) -> String {
     figures(&mut out, s);
     judges(&mut out, s);
     problems(&mut out, s);
+    cache_notes(&mut out, s);
     out
 }
 
@@ -275,6 +276,17 @@ fn problems(out: &mut String, s: &Summary) {
         for u in &s.unusable_outputs {
             let _ = writeln!(out, "- {}: {}", u.path, u.reason);
         }
+    }
+}
+
+/// What happened to the cache during the run.
+fn cache_notes(out: &mut String, s: &Summary) {
+    if s.cache_notes.is_empty() {
+        return;
+    }
+    out.push_str("\n### The cache\n\n");
+    for note in &s.cache_notes {
+        let _ = writeln!(out, "- {note}");
     }
 }
 

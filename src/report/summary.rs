@@ -293,6 +293,10 @@ pub struct Summary {
     #[serde(default)]
     /// Rows left out of the figures or zeroed, by reason.
     pub problems: Problems,
+    /// What happened to the cache during the run (opened read-only, its
+    /// file deleted or replaced while open).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_notes: Vec<String>,
 }
 
 impl Summary {
@@ -347,6 +351,7 @@ impl Summary {
             unmatched_outputs: unmatched,
             unusable_outputs: Vec::new(),
             problems: Problems::of(rows),
+            cache_notes: Vec::new(),
         }
     }
 

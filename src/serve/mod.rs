@@ -127,6 +127,9 @@ pub struct ServeEnd {
     /// Outputs still being scored when the grace period ran out (their
     /// answers so far are in the cache; their rows were not answered).
     pub unfinished: usize,
+    /// Judge answers received that neither the cache nor its journal could
+    /// take (a full disk): lost when the process exits.
+    pub unstored: usize,
 }
 
 impl Service {
@@ -212,8 +215,9 @@ impl Service {
         }?;
         let left = grace.saturating_sub(started.elapsed());
         let unfinished = self.drain(left).await;
+        let unstored = self.scorer.settle_store(crate::pipeline::STORE_WAIT).await;
         self.finish();
-        Ok(ServeEnd { unfinished })
+        Ok(ServeEnd { unfinished, unstored })
     }
 
     /// Waits up to `left` for accepted work; returns how many outputs are
@@ -228,8 +232,7 @@ impl Service {
 
     /// Flushes the cache and writes the results folder's summary.
     fn finish(&self) {
-        let cache = self.scorer.cache();
-        if let Err(e) = cache.flush_journal().and_then(|_| cache.checkpoint()) {
+        if let Err(e) = self.scorer.cache().checkpoint() {
             tracing::warn!("{e}");
         }
         let Some(log) = &self.log else { return };

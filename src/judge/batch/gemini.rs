@@ -1,23 +1,29 @@
 //! Gemini's batch mode: `POST /v1/models/{model}:batchGenerateContent`
 //! with inline requests (`batch.inputConfig.requests.requests[]`, each
-//! `{request, metadata: {key}}`), polled as a long-running operation
-//! (`metadata.state`), responses inline in `metadata.output` (or
-//! `response`), or in a file for large batches.
+//! `{request, metadata: {key}}`) and the batch's tag as its display name,
+//! polled as a long-running operation (`metadata.state`), responses inline
+//! in `metadata.output` (or `response`), or in a file for large batches;
+//! `GET /v1/batches` (`operations`, `nextPageToken`) to find a batch by its
+//! display name (google-genai 3.6.1, `batches.py`).
 
 use serde_json::{Value, json};
 
 use super::wire::{Api, Envelope, Payload, WireError};
-use super::{ItemResult, Phase, Status};
+use super::{ItemResult, Lookup, Phase, Results, Status};
 use crate::judge::config::JudgeConfig;
 
 pub(super) fn item(custom_id: &str, body: Value) -> Value {
     json!({"request": body, "metadata": {"key": custom_id}})
 }
 
-/// The create request: inline requests under `batch.inputConfig`.
-pub(super) fn envelope() -> Envelope {
+/// The create request: inline requests under `batch.inputConfig`, the tag
+/// as the display name.
+pub(super) fn envelope(tag: &str) -> Envelope {
+    let name = serde_json::to_string(tag).unwrap_or_else(|_| "\"redjury\"".into());
     Envelope::json(
-        "{\"batch\":{\"displayName\":\"redjury\",\"inputConfig\":{\"requests\":{\"requests\":[",
+        &format!(
+            "{{\"batch\":{{\"displayName\":{name},\"inputConfig\":{{\"requests\":{{\"requests\":["
+        ),
         "]}}}}",
     )
 }
@@ -77,22 +83,22 @@ pub(super) async fn poll(
     Ok(Status { phase, counts, detail: v })
 }
 
+/// Every response, in request order, with its key when it carries one
+/// (the service is reported to leave `metadata` out at times).
 pub(super) async fn results(
     api: &Api<'_>,
     judge: &JudgeConfig,
     status: &Status,
-) -> Result<Vec<(String, ItemResult)>, WireError> {
+) -> Result<Results, WireError> {
     let v = &status.detail;
     let inline = v
         .pointer("/metadata/output/inlinedResponses/inlinedResponses")
         .or_else(|| v.pointer("/response/inlinedResponses/inlinedResponses"))
         .and_then(Value::as_array);
-    let mut out = Vec::new();
+    let mut out = Results::default();
     if let Some(items) = inline {
         for item in items {
-            if let Some(r) = item_result(item, item.pointer("/metadata/key")) {
-                out.push(r);
-            }
+            out.items.push(item_result(item, item.pointer("/metadata/key")));
         }
         return Ok(out);
     }
@@ -104,17 +110,17 @@ pub(super) async fn results(
         let text =
             api.get(&format!("{}/download/v1/{file}:download?alt=media", judge.base_url)).await?;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let Ok(item) = serde_json::from_str::<Value>(line) else { continue };
-            if let Some(r) = item_result(&item, item.get("key")) {
-                out.push(r);
+            match serde_json::from_str::<Value>(line) {
+                Ok(item) => out.items.push(item_result(&item, item.get("key"))),
+                Err(_) => out.unreadable += 1,
             }
         }
     }
     Ok(out)
 }
 
-fn item_result(item: &Value, key: Option<&Value>) -> Option<(String, ItemResult)> {
-    let key = key?.as_str()?.to_string();
+fn item_result(item: &Value, key: Option<&Value>) -> (Option<String>, ItemResult) {
+    let key = key.and_then(Value::as_str).map(str::to_string);
     let result = match (item.get("response"), item.get("error")) {
         (Some(r), _) if !r.is_null() => ItemResult::Reply(r.to_string()),
         (_, Some(e)) => ItemResult::Errored(
@@ -122,7 +128,33 @@ fn item_result(item: &Value, key: Option<&Value>) -> Option<(String, ItemResult)
         ),
         _ => ItemResult::Errored("no response".into()),
     };
-    Some((key, result))
+    (key, result)
+}
+
+/// The batch whose display name is the lookup's tag, among the recent
+/// ones (`GET /v1/batches`, paged by `nextPageToken`).
+pub(super) async fn find(
+    api: &Api<'_>,
+    judge: &JudgeConfig,
+    lookup: &Lookup<'_>,
+) -> Result<Option<String>, WireError> {
+    let mut token: Option<String> = None;
+    for _ in 0..super::LIST_PAGES {
+        let query = token.as_ref().map(|t| format!("&pageToken={t}")).unwrap_or_default();
+        let page =
+            api.get_json(&format!("{}/v1/batches?pageSize=100{query}", judge.base_url)).await?;
+        let operations = page.get("operations").and_then(Value::as_array);
+        for op in operations.into_iter().flatten() {
+            if op.pointer("/metadata/displayName").and_then(Value::as_str) == Some(lookup.tag) {
+                return Ok(op.get("name").and_then(Value::as_str).map(str::to_string));
+            }
+        }
+        token = page.get("nextPageToken").and_then(Value::as_str).map(str::to_string);
+        if token.as_deref().is_none_or(str::is_empty) {
+            return Ok(None);
+        }
+    }
+    Ok(None)
 }
 
 pub(super) async fn cancel(api: &Api<'_>, judge: &JudgeConfig, id: &str) -> Result<(), WireError> {

@@ -1,12 +1,16 @@
 //! OpenAI's Batch API: the JSONL input uploaded to `/files` (purpose
-//! `batch`), `POST /batches`, `GET /batches/{id}`, the output and error
-//! files from `/files/{id}/content`.
+//! `batch`), `POST /batches` (tagged in `metadata`), `GET /batches/{id}`,
+//! `GET /batches` to find a batch by its tag, the output and error files
+//! from `/files/{id}/content` (openai 3.57.0, `resources/batches.py`).
 
 use serde_json::{Value, json};
 
 use super::wire::{Api, Envelope, Payload, WireError};
-use super::{ItemResult, Phase, Status};
+use super::{ItemResult, Lookup, Phase, Results, Status};
 use crate::judge::config::JudgeConfig;
+
+/// The metadata key that carries a batch's tag.
+const TAG_KEY: &str = "redjury_tag";
 
 /// One input line: `{custom_id, method, url, body}`.
 pub(super) fn item(custom_id: &str, body: Value) -> Value {
@@ -23,6 +27,7 @@ pub(super) async fn submit(
     api: &Api<'_>,
     judge: &JudgeConfig,
     upload: Payload,
+    tag: &str,
 ) -> Result<(String, Option<String>), WireError> {
     let file = api.post(&format!("{}/files", judge.base_url), upload).await?;
     let file: Value = serde_json::from_str(&file)
@@ -32,7 +37,7 @@ pub(super) async fn submit(
         "input_file_id": file_id,
         "endpoint": "/v1/chat/completions",
         "completion_window": "24h",
-        "metadata": {"client": "redjury"}
+        "metadata": {"client": "redjury", TAG_KEY: tag}
     });
     let batch = api.post_json(&format!("{}/batches", judge.base_url), &create).await?;
     Ok((str_field(&batch, "/id", "batch creation")?, Some(file_id)))
@@ -47,16 +52,7 @@ pub(super) async fn poll(
     let state = v.get("status").and_then(Value::as_str).unwrap_or("").to_string();
     let phase = match state.as_str() {
         "completed" | "expired" | "cancelled" => Phase::Ended,
-        "failed" => {
-            let errors: Vec<&str> = v
-                .pointer("/errors/data")
-                .and_then(Value::as_array)
-                .map(|d| {
-                    d.iter().filter_map(|e| e.get("message").and_then(Value::as_str)).collect()
-                })
-                .unwrap_or_default();
-            Phase::Failed(format!("the batch failed validation: {}", errors.join("; ")))
-        }
+        "failed" => failed(&v),
         _ => Phase::Running,
     };
     let c =
@@ -66,23 +62,78 @@ pub(super) async fn poll(
     Ok(Status { phase, counts, detail: v })
 }
 
+/// A failed batch: refused for the tokens or requests it carries (the
+/// organisation's enqueued-token limit, too many requests), which smaller
+/// batches can pass, or failed for its content.
+fn failed(v: &Value) -> Phase {
+    let errors: Vec<&Value> = v
+        .pointer("/errors/data")
+        .and_then(Value::as_array)
+        .map(|d| d.iter().collect())
+        .unwrap_or_default();
+    let text = |e: &&Value| e.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+    let messages: Vec<String> = errors.iter().map(text).collect();
+    let over_a_limit = errors.iter().any(|e| {
+        matches!(
+            e.get("code").and_then(Value::as_str),
+            Some("token_limit_exceeded" | "too_many_tasks")
+        )
+    });
+    if over_a_limit {
+        Phase::Refused(format!("the batch is over a limit: {}", messages.join("; ")))
+    } else {
+        Phase::Failed(format!("the batch failed validation: {}", messages.join("; ")))
+    }
+}
+
 /// Every line of the output and error files.
 pub(super) async fn results(
     api: &Api<'_>,
     judge: &JudgeConfig,
     status: &Status,
-) -> Result<Vec<(String, ItemResult)>, WireError> {
-    let mut out = Vec::new();
+) -> Result<Results, WireError> {
+    let mut out = Results::default();
     for field in ["/output_file_id", "/error_file_id"] {
         let Some(file) = status.detail.pointer(field).and_then(Value::as_str) else { continue };
         let text = api.get(&format!("{}/files/{file}/content", judge.base_url)).await?;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
-            let Some(id) = v.get("custom_id").and_then(Value::as_str) else { continue };
-            out.push((id.to_string(), line_result(&v)));
+            let parsed = serde_json::from_str::<Value>(line).ok();
+            match parsed.as_ref().and_then(|v| Some((v, v.get("custom_id")?.as_str()?))) {
+                Some((v, id)) => out.items.push((Some(id.to_string()), line_result(v))),
+                None => out.unreadable += 1,
+            }
         }
     }
     Ok(out)
+}
+
+/// The batch carrying the lookup's tag, among the recent ones
+/// (`GET /batches`, newest first, paged by the last id).
+pub(super) async fn find(
+    api: &Api<'_>,
+    judge: &JudgeConfig,
+    lookup: &Lookup<'_>,
+) -> Result<Option<String>, WireError> {
+    let mut after: Option<String> = None;
+    for _ in 0..super::LIST_PAGES {
+        let query = after.as_ref().map(|a| format!("&after={a}")).unwrap_or_default();
+        let page = api.get_json(&format!("{}/batches?limit=100{query}", judge.base_url)).await?;
+        let data = page.get("data").and_then(Value::as_array).cloned().unwrap_or_default();
+        for b in &data {
+            if b.pointer(&format!("/metadata/{TAG_KEY}")).and_then(Value::as_str)
+                == Some(lookup.tag)
+            {
+                return Ok(b.get("id").and_then(Value::as_str).map(str::to_string));
+            }
+        }
+        let older = data.last().and_then(|b| b.get("created_at")).and_then(Value::as_i64);
+        let more = page.get("has_more").and_then(Value::as_bool).unwrap_or(false);
+        if !more || older.is_some_and(|t| t < lookup.created_at - super::LOOKBACK_SECS) {
+            return Ok(None);
+        }
+        after = data.last().and_then(|b| b.get("id")).and_then(Value::as_str).map(str::to_string);
+    }
+    Ok(None)
 }
 
 fn line_result(v: &Value) -> ItemResult {

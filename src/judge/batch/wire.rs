@@ -13,6 +13,8 @@ pub struct WireError {
     pub message: String,
     /// Whether trying again later may work (a timeout, 429, 5xx).
     pub transient: Transient,
+    /// The HTTP status, when the provider answered.
+    pub status: Option<u16>,
 }
 
 /// Whether a failed batch request may work if tried again.
@@ -32,7 +34,32 @@ impl std::fmt::Display for WireError {
 
 impl WireError {
     pub(super) fn format(message: impl Into<String>) -> WireError {
-        WireError { message: message.into(), transient: Transient::No }
+        WireError { message: message.into(), transient: Transient::No, status: None }
+    }
+
+    /// Whether the provider refused the request for its size: 413, or a
+    /// 400 that says a limit on requests, bytes or tokens was passed
+    /// (OpenAI's `too_many_tasks`, an upload over the file limit).
+    pub fn too_large(&self) -> bool {
+        match self.status {
+            Some(413) => true,
+            Some(400 | 422) => {
+                let m = self.message.to_ascii_lowercase();
+                [
+                    "too large",
+                    "too_large",
+                    "too many",
+                    "too_many",
+                    "exceeds the maximum",
+                    "exceeds the limit",
+                    "maximum size",
+                    "token_limit_exceeded",
+                ]
+                .iter()
+                .any(|p| m.contains(p))
+            }
+            _ => false,
+        }
     }
 }
 
@@ -103,6 +130,7 @@ impl Api<'_> {
         let transport = |e: reqwest::Error| WireError {
             message: format!("{shown}: {}", e.without_url()),
             transient: Transient::Yes,
+            status: None,
         };
         let mut resp = req.send().await.map_err(transport)?;
         let status = resp.status().as_u16();
@@ -126,10 +154,29 @@ impl Api<'_> {
             Transient::No
         };
         Err(WireError {
-            message: format!("{shown}: HTTP {status}: {}", provider::error_message(&text)),
+            message: format!(
+                "{shown}: HTTP {status}: {}{}",
+                provider::error_message(&text),
+                error_code(&text)
+            ),
             transient,
+            status: Some(status),
         })
     }
+}
+
+/// The error's code or type, when the body names one: " (code)".
+fn error_code(text: &str) -> String {
+    let v: Option<Value> = serde_json::from_str(text).ok();
+    v.as_ref()
+        .and_then(|v| {
+            v.pointer("/error/code")
+                .or_else(|| v.pointer("/error/type"))
+                .or_else(|| v.pointer("/error/status"))
+        })
+        .and_then(Value::as_str)
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default()
 }
 
 fn parse(text: &str) -> Result<Value, WireError> {
