@@ -1,5 +1,6 @@
 //! Cost on hostile-but-valid files: many comments, many comment ranges
-//! open at once across long text, and one thread of many chained replies. Each case runs in a child process of
+//! open at once across long text, one thread of many chained replies, and
+//! workbooks built to cost (one shared string in many cells, many sheets). Each case runs in a child process of
 //! this benchmark (`--one CASE`), which reports its wall time and peak
 //! memory (VmHWM), so that one case's memory is not charged to the next.
 //!
@@ -92,8 +93,55 @@ fn peak_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// A workbook of `cells` cells all showing one shared string of
+/// `string_bytes` bytes: the shared-string bomb of issue 22 (a 4.3 KB file
+/// took 584 MB; a 157 KB one aborted the run).
+fn shared_string(cells: u32, string_bytes: usize) -> Vec<u8> {
+    let data: String = (1..=cells)
+        .map(|r| format!(r#"<row r="{r}"><c r="A{r}" t="s"><v>0</v></c></row>"#))
+        .collect();
+    common::xlsx(&[("Sheet1", data)], &["x".repeat(string_bytes)])
+}
+
+/// A workbook of `n` one-cell sheets.
+fn many_sheets(n: usize) -> Vec<u8> {
+    let sheets: Vec<(String, String)> =
+        (0..n).map(|i| (format!("S{i}"), common::inline_row(1, &["x"]))).collect();
+    let refs: Vec<(&str, String)> = sheets.iter().map(|(n, d)| (n.as_str(), d.clone())).collect();
+    common::xlsx(&refs, &[])
+}
+
+/// In the child: load, gate and render one workbook case, then report.
+fn one_workbook(case: &str, bytes: Vec<u8>) {
+    let size = bytes.len();
+    let before = peak_kb();
+    let start = Instant::now();
+    let loaded = redjury::xlsx::from_bytes(bytes, Limits::default());
+    let gate = redjury::check::gate::check_workbook(&loaded, None);
+    let view = loaded.as_ref().map(|b| redjury::view::workbook::render(b, "x").len()).unwrap_or(0);
+    let elapsed = start.elapsed();
+    println!(
+        "{case}: {:.1} KB file, load + gate + view {:.2} s, view {view} bytes, gate: {}, peak memory {} MB (before loading {} MB)",
+        size as f64 / 1024.0,
+        elapsed.as_secs_f64(),
+        gate.reason,
+        peak_kb() / 1024,
+        before / 1024
+    );
+}
+
 /// In the child: load, gate and render one case, then report.
 fn one(case: &str) {
+    let workbook = match case {
+        "xlsx-shared-string-20k" => Some(shared_string(20_000, 1_000_000)),
+        "xlsx-shared-string-fits" => Some(shared_string(60_000, 1_000)),
+        "xlsx-sheets-1500" => Some(many_sheets(1_500)),
+        "xlsx-sheets-1000" => Some(many_sheets(1_000)),
+        _ => None,
+    };
+    if let Some(bytes) = workbook {
+        return one_workbook(case, bytes);
+    }
     let bytes = match case {
         "comments-100k" => many_comments(100_000),
         "comments-8k" => many_comments(8_000),
@@ -136,9 +184,17 @@ fn main() {
         return;
     }
     let me = std::env::current_exe().expect("own path");
-    for case in
-        ["comments-8k", "comments-100k", "overlap-3200x500", "reply-chain-20k", "reply-chain-100k"]
-    {
+    for case in [
+        "comments-8k",
+        "comments-100k",
+        "overlap-3200x500",
+        "reply-chain-20k",
+        "reply-chain-100k",
+        "xlsx-shared-string-20k",
+        "xlsx-shared-string-fits",
+        "xlsx-sheets-1500",
+        "xlsx-sheets-1000",
+    ] {
         let out = Command::new(&me).args(["--one", case]).output().expect("run child");
         print!("{}", String::from_utf8_lossy(&out.stdout));
         if !out.status.success() {

@@ -33,6 +33,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod aggregate;
 pub mod cache;
 pub mod calendar;

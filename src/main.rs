@@ -1,5 +1,7 @@
 //! The `redjury` binary: parses arguments and hands them to `cli`.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 use std::process::ExitCode;

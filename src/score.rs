@@ -68,6 +68,18 @@ pub enum Status {
     Pending,
 }
 
+impl Status {
+    /// The status as results.jsonl writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Scored => "scored",
+            Status::GateFailed => "gate_failed",
+            Status::Incomplete => "incomplete",
+            Status::Pending => "pending",
+        }
+    }
+}
+
 /// Who grades a rubric.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -582,7 +582,7 @@ async fn a_cache_deleted_during_a_run_keeps_the_answers_and_says_so() {
     let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{status:?}");
     let s = summary(&dir.join("run"));
-    let notes = s["cache_notes"].to_string();
+    let notes = s["notes"].to_string();
     assert!(notes.contains("was deleted while this process had it open"), "{notes}");
     let created = p.created();
     let (code, out, err) =

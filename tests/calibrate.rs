@@ -74,7 +74,7 @@ async fn world() -> World {
         work.push((o.task.clone(), injected, Doc::Injected(o.task.name.clone(), o.output.clone())));
     }
     for t in &tasks {
-        if let Some(input) = &t.input {
+        if let (Some(input), redjury::task::OutputKind::Redline) = (&t.input, t.output) {
             let null = doctored::null_output(&std::fs::read(input).unwrap(), &t.author).unwrap();
             work.push((t.clone(), null, Doc::Null));
         }
@@ -343,4 +343,38 @@ fn a_calibration_set_is_validated_whole() {
     ] {
         assert!(e.contains(says), "{e}\nshould say: {says}");
     }
+}
+
+/// A calibration set that counts something twice or labels nothing is
+/// refused, naming the file, the task and the rubric: a rubric labelled
+/// twice in one file (the last label silently won), one task in two files
+/// (its items counted twice, 42 → 84), and files that label nothing (exit
+/// 0 with every figure "—").
+#[test]
+fn a_calibration_set_that_counts_twice_or_labels_nothing_is_refused() {
+    let tasks: Vec<Arc<redjury::Task>> =
+        redjury::load_tasks(&root().join("rubrics")).unwrap().into_iter().map(Arc::new).collect();
+    let outputs = [root().join("scenarios/outputs")];
+    let load = |files: &[(&str, &str)]| {
+        let dir = temp_dir("calibrate-twice");
+        std::fs::create_dir_all(dir.join("verdicts")).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join("verdicts").join(name), text).unwrap();
+        }
+        redjury::calibrate::gold::load(&dir, &outputs, &tasks)
+            .map(|s| s.outputs.len())
+            .map_err(|e| e.to_string())
+    };
+    let twice = r#"{"task_id": "redline-s1-t1-g01a", "outputs": {"strong": {"r01": {"verdict": "PASS"}, "r01": {"verdict": "FAIL"}}}}"#;
+    let e = load(&[("a.json", twice)]).unwrap_err();
+    assert!(e.contains("a.json: outputs.strong.r01 is given twice; give each label once"), "{e}");
+    let one =
+        r#"{"task_id": "redline-s1-t1-g01a", "outputs": {"strong": {"r01": {"verdict": "PASS"}}}}"#;
+    assert_eq!(load(&[("a.json", one)]), Ok(1));
+    let e = load(&[("a.json", one), ("b.json", one)]).unwrap_err();
+    assert!(e.contains("b.json: task redline-s1-t1-g01a is labelled in"), "{e}");
+    assert!(e.contains("a.json too (its items would count twice)"), "{e}");
+    let nothing = r#"{"task_id": "redline-s1-t1-g01a", "outputs": {}}"#;
+    let e = load(&[("a.json", nothing)]).unwrap_err();
+    assert!(e.contains("label no (output, rubric): nothing to calibrate against"), "{e}");
 }

@@ -51,7 +51,7 @@ fn every_example_workbook_loads_and_renders() {
                 continue;
             }
             let book = redjury::xlsx::load(&entry.path()).unwrap();
-            let view = redjury::xlsx::markdown(&book, "t");
+            let view = redjury::view::workbook::render(&book, "t");
             assert!(view.contains("## Sheet: Products\n"), "{view}");
             assert!(view.contains("| HX-100 |"), "{view}");
             seen += 1;

@@ -58,6 +58,19 @@ fn provenance() {
     let why = pass(json!({"type": "provenance", "application": "word", "rsids": true}), &rsid);
     assert!(why.contains("3 w:rsid attributes"), "{why}");
     fail(json!({"type": "provenance", "rsids": false}), &rsid, "saved by Word");
+    // A body written by a script into a Word template: the template's
+    // settings.xml lists Word's sessions, the body has no rsid. It passed
+    // as "saved by Word".
+    let templated = Docx {
+        app: Some("Microsoft Office Word".into()),
+        settings: Some(
+            r#"<w:rsids><w:rsidRoot w:val="00A1B2C3"/><w:rsid w:val="00A1B2C3"/></w:rsids>"#.into(),
+        ),
+        ..Docx::body(&p("written by a script"))
+    }
+    .load();
+    assert!(templated.provenance.rsids_in_settings);
+    fail(json!({"type": "provenance", "rsids": true}), &templated, "no w:rsid attributes");
     if let Some(word) = corpus("cross_reference.docx") {
         pass(
             json!({"type": "provenance", "application": "^Microsoft Office Word$", "rsids": true}),
@@ -159,6 +172,23 @@ fn fields() {
         &Docx::body(&p("x")).load(),
         "no table of contents",
     );
+    // A plain REF and a PAGEREF to a clause deleted with tracking on: the
+    // bookmark is gone once the changes are accepted. Only numbered REFs
+    // were caught ("4 cross-references resolve" on a held-out file).
+    for kind in ["REF", "PAGEREF", "NOTEREF"] {
+        let deleted = format!(
+            r#"<w:p><w:pPr><w:rPr><w:del w:id="9" w:author="A"/></w:rPr></w:pPr><w:bookmarkStart w:id="0" w:name="_RefGone"/><w:del w:id="8" w:author="A"><w:r><w:delText>Gone clause.</w:delText></w:r></w:del><w:bookmarkEnd w:id="0"/></w:p><w:p>{}</w:p><w:p>{}</w:p>"#,
+            run("tail"),
+            ref_field("_RefGone", "3").replace(" REF ", &format!(" {kind} "))
+        );
+        fail(
+            json!({"type": "fields"}),
+            &Docx::body(&deleted).load(),
+            &format!(
+                "the {kind} cross-reference to _RefGone points at a paragraph deleted in the accepted state"
+            ),
+        );
+    }
     if let Some(word) = corpus("cross_reference.docx") {
         pass(json!({"type": "fields"}), &word);
     }
@@ -436,6 +466,48 @@ fn patterns_search_the_stories_asked_for() {
     assert!(e.to_string().contains("unknown variant `margins`"), "{e}");
 }
 
+/// A defined term renamed with tracking on in a header and a footnote:
+/// the accepted text of those stories gained a space at every tracked
+/// boundary ("the Manufacturer ’s registered office", "for all
+/// Distributor s"), so a correct redline failed `contains` there.
+#[test]
+fn the_accepted_text_of_every_story_joins_as_the_bodys_does() {
+    let renamed = format!(
+        "{}{}{}",
+        run("(the "),
+        del(1, "A", "Manufacturer") + &ins(2, "A", "Supplier"),
+        run(")")
+    );
+    let footnote = format!(
+        r#"<w:footnote w:id="1"><w:p>{}{}{}{}</w:p></w:footnote>"#,
+        run("the "),
+        del(3, "A", "Manufacturer") + &ins(4, "A", "Supplier"),
+        run("’s registered office, for all Distributor"),
+        ins(5, "A", "s")
+    );
+    let doc = Docx {
+        body: format!("<w:p>{renamed}</w:p>"),
+        header: Some(format!("<w:p>{renamed}</w:p>")),
+        footnotes: Some(footnote),
+        ..Default::default()
+    }
+    .load();
+    for (story, pattern) in [
+        ("body", r"\(the Supplier\)"),
+        ("headers", r"\(the Supplier\)"),
+        ("footnotes", "the Supplier’s registered office, for all Distributors"),
+    ] {
+        pass(
+            json!({"type": "contains", "pattern": pattern, "in": "accepted", "stories": [story]}),
+            &doc,
+        );
+    }
+    pass(
+        json!({"type": "contains", "pattern": "^Supplier s$", "in": "inserted", "stories": ["footnotes"]}),
+        &doc,
+    );
+}
+
 fn threads(done: [&str; 3], reply_author: &str) -> Document {
     let comment = |id: u32, author: &str, para: &str, text: &str| {
         format!(
@@ -568,6 +640,37 @@ fn a_section_name_the_input_lacks_is_a_load_error() {
     std::fs::write(dir.join("t.json"), task("Limitation of Liabilty").to_string()).unwrap();
     let e = redjury::load_tasks(&dir).err().unwrap().to_string();
     assert!(e.contains("rubric r1: no section is labelled or titled \"Limitation of Liabilty\"; sections include \"1. Limitation of Liability\""), "{e}");
+    // A label the input lacks loads: an output may add that clause.
+    std::fs::write(dir.join("t.json"), task("1.4").to_string()).unwrap();
+    redjury::load_tasks(&dir).expect("a label to come loads");
+}
+
+/// A one-word name that titles two sections ("Notices" for 1.1 and 2.1)
+/// failed at scoring time: the load-time check skipped names without a
+/// space or under 13 characters.
+#[test]
+fn a_short_name_that_titles_two_sections_is_a_load_error() {
+    let dir = temp_dir("family-ambiguous");
+    let body = [
+        np(1, 0, &run("Supply")),
+        np(1, 1, &run("Notices")),
+        np(1, 0, &run("Distribution")),
+        np(1, 1, &run("Notices")),
+    ]
+    .concat();
+    std::fs::write(
+        dir.join("input.docx"),
+        Docx { body, numbering: Some(contract_numbering()), ..Default::default() }.bytes(),
+    )
+    .unwrap();
+    let task = json!({"task_id": "t", "scenario_id": 1, "side": "A", "level": 1, "input_group": "s1-t1-g01", "represented_party": "A", "counterparty": "B", "author": "A", "input": "input.docx",
+        "rubrics": [{"id": "r1", "criteria": "scope", "category": "Legal correctness", "weight": 5, "kind": "check", "check": {"type": "not_contains", "pattern": "x", "in": "inserted", "section": "Notices"}}]});
+    std::fs::write(dir.join("t.json"), task.to_string()).unwrap();
+    let e = redjury::load_tasks(&dir).err().unwrap().to_string();
+    assert!(
+        e.contains("rubric r1: \"Notices\" names 2 sections: 1.1 (\"Notices\"), 2.1 (\"Notices\"); use the label (in the task's input)"),
+        "{e}"
+    );
 }
 
 /// An .xlsx built part by part: shared and inline strings, a date cell,

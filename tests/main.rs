@@ -7,6 +7,9 @@
 
 mod common;
 
+#[global_allocator]
+static ALLOCATOR: common::alloc::Counting = common::alloc::Counting;
+
 mod architecture;
 mod batch;
 mod calibrate;
@@ -18,6 +21,7 @@ mod family;
 mod fixtures;
 mod hostile;
 mod html;
+mod integrity;
 mod judges;
 mod layouts;
 mod parity;

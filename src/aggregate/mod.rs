@@ -61,6 +61,13 @@ pub struct Bootstrap {
     pub resamples: usize,
 }
 
+impl Default for Bootstrap {
+    /// Seed 0 and the reference's 5,000 resamples, as `score` defaults.
+    fn default() -> Bootstrap {
+        Bootstrap { seed: 0, resamples: 5000 }
+    }
+}
+
 /// Headline figures and breakdowns for one run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Figures {

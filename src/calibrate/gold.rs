@@ -90,12 +90,10 @@ pub fn load(gold: &Path, outputs: &[PathBuf], tasks: &[Arc<Task>]) -> Result<Gol
     let by_name: BTreeMap<&str, &Arc<Task>> = tasks.iter().map(|t| (t.name.as_str(), t)).collect();
     let mut problems = Vec::new();
     let mut set = Vec::new();
+    let mut labelled_in: BTreeMap<String, String> = BTreeMap::new();
     for file in &files {
         let shown = file.display().to_string();
-        let parsed: GoldFile = match std::fs::read_to_string(file)
-            .map_err(|e| e.to_string())
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-        {
+        let parsed = match read_gold_file(file) {
             Ok(g) => g,
             Err(e) => {
                 problems.push(format!("{shown}: {e}"));
@@ -107,6 +105,13 @@ pub fn load(gold: &Path, outputs: &[PathBuf], tasks: &[Arc<Task>]) -> Result<Gol
                 .push(format!("{shown}: task_id {:?} is not a task under --tasks", parsed.task_id));
             continue;
         };
+        if let Some(first) = labelled_in.insert(task.name.clone(), shown.clone()) {
+            problems.push(format!(
+                "{shown}: task {} is labelled in {first} too (its items would count twice); keep one file per task",
+                task.name
+            ));
+            continue;
+        }
         for (name, labels) in parsed.outputs {
             let found =
                 candidates(gold, outputs, &name, &task.name).into_iter().find(|p| p.is_file());
@@ -142,6 +147,86 @@ pub fn load(gold: &Path, outputs: &[PathBuf], tasks: &[Arc<Task>]) -> Result<Gol
     }
     if files.is_empty() {
         problems.push(format!("no gold verdict files (*.json) in {}", dir.display()));
+    } else if problems.is_empty() && set.iter().all(|o| o.labels.is_empty()) {
+        problems.push(format!(
+            "the files in {} label no (output, rubric): nothing to calibrate against",
+            dir.display()
+        ));
     }
     if problems.is_empty() { Ok(GoldSet { outputs: set }) } else { Err(fail(problems)) }
+}
+
+/// A gold file, refused when an object in it names a key twice (JSON
+/// readers keep the last; a duplicated rubric's first label would be lost
+/// silently).
+fn read_gold_file(file: &Path) -> Result<GoldFile, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
+    let mut twice = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(&text);
+    serde::de::DeserializeSeed::deserialize(
+        KeysOnce { path: String::new(), twice: &mut twice },
+        &mut de,
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(key) = twice.first() {
+        return Err(format!("{key} is given twice; give each label once"));
+    }
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// Walks a JSON value, noting every key an object gives twice, by path.
+struct KeysOnce<'a> {
+    path: String,
+    twice: &'a mut Vec<String>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeysOnce<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeysOnce<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path =
+                if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+            if !seen.insert(key) {
+                self.twice.push(path.clone());
+            }
+            map.next_value_seed(KeysOnce { path, twice: self.twice })?;
+        }
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq
+            .next_element_seed(KeysOnce { path: self.path.clone(), twice: self.twice })?
+            .is_some()
+        {}
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
 }

@@ -178,6 +178,11 @@ pub struct Calibration {
     pub outputs: usize,
     /// Labelled judge rubric verdicts.
     pub items: usize,
+    /// Labelled outputs that failed the gate, with the reason: their
+    /// labels are left out of every figure (shown, never just counted as
+    /// abstentions).
+    #[serde(default)]
+    pub gate_failed: Vec<String>,
     /// The prompt templates' version.
     pub template_version: String,
     /// The configured panel's quorum.
@@ -245,6 +250,29 @@ async fn judge_work(
         .filter_map(|p| Some(((p.row.task.clone(), p.row.trial.clone()), p.prompt.clone()?)))
         .collect();
     (scorer.judge(prepared, progress).await, prompts)
+}
+
+/// The labelled outputs whose rows failed the gate, each with its file,
+/// task and reason.
+fn gate_failures(set: &GoldSet, rows: &[TaskResult]) -> Vec<String> {
+    let failed: BTreeMap<(&str, &str), &str> = rows
+        .iter()
+        .filter(|r| !r.gate.passed)
+        .map(|r| ((r.task.as_str(), r.trial.as_str()), r.gate.reason.as_str()))
+        .collect();
+    set.outputs
+        .iter()
+        .filter_map(|o| {
+            let why = failed.get(&(o.task.name.as_str(), o.output.as_str()))?;
+            Some(format!(
+                "output {:?} of task {} ({}) fails the gate ({why}): its {} labels are left out",
+                o.output,
+                o.task.name,
+                o.path.display(),
+                o.labels.len()
+            ))
+        })
+        .collect()
 }
 
 /// The labelled judge-rubric observations of `rows`.
@@ -442,6 +470,7 @@ pub async fn run(
     progress: &dyn Progress,
 ) -> Result<Calibration, CalibrateError> {
     let (rows, prompts) = judge_work(scorer, work(set), progress).await;
+    let gate_failed = gate_failures(set, &rows);
     let (obs, checks) = observe(set, &rows);
     let names: Vec<String> = scorer.judges().iter().map(|j| j.config.name.clone()).collect();
     let costs = costs(scorer, &prompts, &settings.prices).await;
@@ -470,6 +499,7 @@ pub async fn run(
             .len(),
         outputs: set.outputs.len(),
         items: obs.len(),
+        gate_failed,
         template_version: scorer.templates().version.clone(),
         quorum: scorer.quorum(),
         models: scorer

@@ -286,6 +286,12 @@ async fn null(cx: &Context<'_>) -> Result<ProbeReport, CalibrateError> {
     let mut docs = Vec::new();
     let mut notes = Vec::new();
     for task in tasks.values() {
+        if task.output == crate::task::OutputKind::Workbook {
+            // Its unedited output is the template, which the gate refuses:
+            // no judge would be asked.
+            notes.push(format!("{}: its output is a workbook (no unedited redline)", task.name));
+            continue;
+        }
         let Some(input) = &task.input else {
             notes.push(format!("{}: no input document", task.name));
             continue;

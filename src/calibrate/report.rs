@@ -122,6 +122,9 @@ pub fn markdown(c: &Calibration) -> String {
         c.items,
         &c.template_version[..c.template_version.len().min(12)]
     );
+    for failed in &c.gate_failed {
+        let _ = writeln!(out, "**Left out:** {failed}.\n");
+    }
     out.push_str(&agreement_table(c));
     let _ = writeln!(out, "\nKrippendorff's α among the judges: {}", opt(c.alpha, 3));
     if c.checks.0 > 0 {

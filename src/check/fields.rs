@@ -35,7 +35,8 @@ pub(super) fn evaluate(facts: &Facts<'_>, spec: &FieldsSpec) -> Outcome {
                 ),
             );
         }
-        if let Some(why) = live.iter().find_map(|f| stale_number(facts, f)) {
+        let wrong = |f: &&Field| deleted_target(facts, f).or_else(|| stale_number(facts, f));
+        if let Some(why) = live.iter().find_map(wrong) {
             return verdict(false, why);
         }
     }
@@ -90,9 +91,24 @@ fn bookmarked_paragraph(facts: &Facts<'_>, name: &str) -> Option<usize> {
     facts.sections.paragraphs.iter().position(|(p, _)| p.body_index == Some(bi))
 }
 
+/// Why a REF, PAGEREF or NOTEREF points at a bookmark that is gone once
+/// every change is accepted: its paragraph is deleted. (Only numbered REFs
+/// were caught; a plain REF or PAGEREF to a deleted clause passed.)
+fn deleted_target(facts: &Facts<'_>, f: &Field) -> Option<String> {
+    let name = f.target()?;
+    let (p, _) = facts.sections.paragraphs.get(bookmarked_paragraph(facts, name)?)?;
+    (!p.present(State::Accepted)).then(|| {
+        format!(
+            "the {} cross-reference to {name} points at a paragraph deleted in the accepted state (shown as {:?})",
+            f.kind(),
+            f.result.trim()
+        )
+    })
+}
+
 /// Why a REF field that shows its target's clause number (`\r`, `\n`,
-/// `\w`) shows the wrong one — the target deleted, or renumbered by a
-/// deletion before it while the field kept the old number.
+/// `\w`) shows the wrong one: its target renumbered by a deletion before
+/// it while the field kept the old number.
 fn stale_number(facts: &Facts<'_>, f: &Field) -> Option<String> {
     let numbered = f.kind() == "REF"
         && f.instruction
@@ -100,12 +116,6 @@ fn stale_number(facts: &Facts<'_>, f: &Field) -> Option<String> {
             .any(|w| matches!(w.to_ascii_lowercase().as_str(), "\\r" | "\\n" | "\\w"));
     let name = f.target().filter(|_| numbered)?;
     let (p, _) = facts.sections.paragraphs.get(bookmarked_paragraph(facts, name)?)?;
-    if !p.present(State::Accepted) {
-        return Some(format!(
-            "the cross-reference to {name} points at a deleted paragraph (shown as {:?})",
-            f.result
-        ));
-    }
     let label = p.label_in(State::Accepted)?;
     let key = |s: &str| s.trim().trim_end_matches(['.', ':']).to_lowercase();
     let (shown, want) = (key(&f.result), key(label));

@@ -33,7 +33,7 @@ use sections::Sections;
 
 /// The version of check evaluation. Bump it whenever a check can give
 /// another verdict or reason for the same inputs: it keys cached verdicts.
-pub const CHECK_VERSION: u32 = 3;
+pub const CHECK_VERSION: u32 = 4;
 
 /// A check's verdict and the one-line reason for it.
 pub type Outcome = (Verdict, String);
@@ -113,10 +113,11 @@ fn evaluate_one(check: &PreparedCheck, facts: &Facts<'_>) -> Outcome {
     }
 }
 
-/// The section names (headings or titles, not labels) a task's checks
-/// use that its input document does not resolve to exactly one section:
-/// a name missing from the input, or naming two sections, is a load error
-/// naming the candidates. Labels are not checked (an output may add one).
+/// The sections a task's checks name that its input document does not
+/// resolve to exactly one section: a heading or title missing from the
+/// input, or naming two sections (`"Notices"` titling 5.1 and 6.1), is a
+/// load error naming the candidates. A label the input lacks (`"9.4"`) is
+/// not: an output may add that clause.
 pub fn section_name_problems(task: &crate::task::Task) -> Vec<String> {
     let Some(input) = task.input_doc.as_deref() else { return Vec::new() };
     let sections = Sections::of(input);
@@ -124,9 +125,9 @@ pub fn section_name_problems(task: &crate::task::Task) -> Vec<String> {
     for rubric in &task.rubrics {
         let Some(check) = &rubric.check else { continue };
         for name in section_params(&check.spec) {
-            let name_like =
-                name.trim().contains(char::is_whitespace) || name.trim().chars().count() > 12;
-            if name_like && let Err(why) = sections.resolve(name) {
+            if let Err(why) = sections.resolve(name)
+                && !sections.label_to_come(name)
+            {
                 problems.push(format!("rubric {}: {why} (in the task's input)", rubric.id));
             }
         }

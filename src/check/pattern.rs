@@ -134,22 +134,41 @@ fn story_text(doc: &Document, name: StoryName, target: Target, author: Option<&s
             continue;
         }
         visit_paragraphs(&story.blocks, &mut |p| {
-            for inline in &p.inlines {
-                let Inline::Text(s) = inline else { continue };
-                let keep = match target {
-                    Target::Accepted => s.present(State::Accepted),
-                    Target::Inserted => {
-                        s.deleted.is_none() && s.inserted.is_some_and(|r| by(author, rev_author(r)))
-                    }
-                    Target::Deleted => s.deleted.is_some_and(|r| by(author, rev_author(r))),
-                };
-                if keep {
-                    out.push_str(&s.text);
-                    out.push(' ');
+            // The accepted text of every story is built as the body's is:
+            // runs split by tracked changes join with no space between.
+            let text = match target {
+                Target::Accepted => crate::view::plain::paragraph_text(p, State::Accepted),
+                Target::Inserted => spans(p, |s| {
+                    s.deleted.is_none() && s.inserted.is_some_and(|r| by(author, rev_author(r)))
+                }),
+                Target::Deleted => {
+                    spans(p, |s| s.deleted.is_some_and(|r| by(author, rev_author(r))))
                 }
-            }
+            };
+            out.push_str(&text);
             out.push('\n');
         });
+    }
+    out
+}
+
+/// The text of a paragraph's spans that `keep` takes: spans side by side
+/// join as they are (an insertion split into runs is one word), and a
+/// space stands where text that is not taken came between.
+fn spans(p: &crate::docx::Paragraph, keep: impl Fn(&crate::docx::Span) -> bool) -> String {
+    let mut out = String::new();
+    let mut gap = false;
+    for inline in &p.inlines {
+        let Inline::Text(s) = inline else { continue };
+        if keep(s) {
+            if gap && !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&s.text);
+            gap = false;
+        } else if !s.text.is_empty() {
+            gap = true;
+        }
     }
     out
 }
@@ -168,20 +187,14 @@ fn changed_text(
         if section.is_some_and(|s| !sections.in_section(i, s)) {
             continue;
         }
-        for inline in &p.inlines {
-            let Inline::Text(s) = inline else { continue };
+        out.push_str(&spans(p, |s| {
             let rev = match target {
                 Target::Inserted if s.deleted.is_none() => s.inserted,
                 Target::Deleted => s.deleted,
                 _ => None,
             };
-            if let Some(rev) = rev
-                && by(author, rev_author(rev))
-            {
-                out.push_str(&s.text);
-                out.push(' ');
-            }
-        }
+            rev.is_some_and(|rev| by(author, rev_author(rev)))
+        }));
         out.push('\n');
     }
     out

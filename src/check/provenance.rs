@@ -28,8 +28,10 @@ pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, rsids: Option<b
             Some(_) => {}
         }
     }
+    // Counted in the main document only: a Word template's settings.xml
+    // keeps its session list whatever wrote the body into it.
     let count = p.rsid_attributes;
-    let has = count > 0 || p.rsids_in_settings;
+    let has = count > 0;
     match rsids {
         Some(true) if !has => {
             return verdict(false, "no w:rsid attributes: Word writes them on every edit, so this file was not last saved by Word".into());

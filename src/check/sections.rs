@@ -78,28 +78,7 @@ impl<'d> Sections<'d> {
             return Ok(normalise_section(s));
         }
         let want = heading_key(s);
-        let mut found: Vec<(String, String)> = Vec::new();
-        let mut all: Vec<String> = Vec::new();
-        for (p, addresses) in &self.paragraphs {
-            let Some(label) =
-                p.label.rejected.as_ref().filter(|l| l.chars().any(char::is_alphanumeric))
-            else {
-                continue;
-            };
-            let text = crate::view::plain::paragraph_text(p, State::Rejected);
-            let title = heading_key(&text);
-            let with_label = heading_key(&format!("{label} {text}"));
-            // Headings (short titles) are the candidates worth naming.
-            if text.trim().chars().count() <= 60 {
-                all.push(format!("{label} {}", text.trim()));
-            }
-            if want == title || want == with_label {
-                let address = addresses.last().cloned().unwrap_or_else(|| normalise_section(label));
-                if !found.iter().any(|(a, _)| *a == address) {
-                    found.push((address, text.trim().to_string()));
-                }
-            }
-        }
+        let (mut found, all) = self.titled(&want);
         match found.len() {
             1 => Ok(found.swap_remove(0).0),
             0 if looks_like_label(s) => {
@@ -134,6 +113,41 @@ impl<'d> Sections<'d> {
                     .join(", ")
             )),
         }
+    }
+
+    /// The labelled paragraphs whose text (with or without its label) is
+    /// `want` (a heading key): (address, text). And every short heading,
+    /// as candidates to name.
+    fn titled(&self, want: &str) -> (Vec<(String, String)>, Vec<String>) {
+        let mut found: Vec<(String, String)> = Vec::new();
+        let mut all: Vec<String> = Vec::new();
+        for (p, addresses) in &self.paragraphs {
+            let Some(label) =
+                p.label.rejected.as_ref().filter(|l| l.chars().any(char::is_alphanumeric))
+            else {
+                continue;
+            };
+            let text = crate::view::plain::paragraph_text(p, State::Rejected);
+            let title = heading_key(&text);
+            let with_label = heading_key(&format!("{label} {text}"));
+            // Headings (short titles) are the candidates worth naming.
+            if text.trim().chars().count() <= 60 {
+                all.push(format!("{label} {}", text.trim()));
+            }
+            if want == title || want == with_label {
+                let address = addresses.last().cloned().unwrap_or_else(|| normalise_section(label));
+                if !found.iter().any(|(a, _)| *a == address) {
+                    found.push((address, text.trim().to_string()));
+                }
+            }
+        }
+        (found, all)
+    }
+
+    /// Whether `s` is a label this document lacks and no heading has: a
+    /// clause an output may add.
+    pub fn label_to_come(&self, s: &str) -> bool {
+        looks_like_label(s) && !self.known(s) && self.titled(&heading_key(s)).0.is_empty()
     }
 
     /// The paragraph index each revision is found in; row and cell

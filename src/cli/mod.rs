@@ -394,6 +394,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })?;
             redjury::calibrate::report::write(&out, &c)
                 .with_context(|| format!("cannot write {}", out.display()))?;
+            for failed in &c.gate_failed {
+                eprintln!("warning: {failed}");
+            }
             if !quiet {
                 print!("{}", redjury::calibrate::report::agreement_table(&c));
                 if let Some(r) = &c.recommended {
@@ -837,8 +840,8 @@ fn outcome(report: &RunReport) -> String {
             }
         ));
     }
-    for note in &s.cache_notes {
-        out.push_str(&format!("  cache: {note}\n"));
+    for note in &s.notes {
+        out.push_str(&format!("  note: {note}\n"));
     }
     out.push_str(&format!("results in {}\n", report.out_dir.display()));
     out

@@ -90,23 +90,36 @@ pub(crate) fn apply_extended(
                     ));
                     continue;
                 };
-                if let Some(parent_para) = attr(&e, "paraIdParent") {
-                    match by_para.get(&parent_para) {
-                        Some(&p) if p != i => comments[i].parent = Some(comments[p].id.clone()),
-                        _ => warnings.push(format!(
-                            "{part}: comment {} replies to paragraph {parent_para}, which ends no comment; shown as a top-level comment",
-                            comments[i].id
-                        )),
-                    }
+                // Looked up before `comments` is borrowed mutably below.
+                let parent = attr(&e, "paraIdParent").map(|parent_para| {
+                    let id = by_para
+                        .get(&parent_para)
+                        .filter(|&&p| p != i)
+                        .and_then(|&p| comments.get(p))
+                        .map(|c| c.id.clone());
+                    (parent_para, id)
+                });
+                // `by_para` indexes `comments`, and `done` is as long.
+                let (Some(comment), Some(is_done)) = (comments.get_mut(i), done.get_mut(i)) else {
+                    continue;
+                };
+                match parent {
+                    Some((_, Some(id))) => comment.parent = Some(id),
+                    Some((parent_para, None)) => warnings.push(format!(
+                        "{part}: comment {} replies to paragraph {parent_para}, which ends no comment; shown as a top-level comment",
+                        comment.id
+                    )),
+                    None => {}
                 }
-                done[i] = attr(&e, "done").is_some_and(|d| d == "1" || d == "true");
+                *is_done = attr(&e, "done").is_some_and(|d| d == "1" || d == "true");
             }
             Ev::Eof => break,
             _ => {}
         }
     }
     // Resolved: done itself, or any ancestor done.
-    let resolved = fold_threads(comments, |i| done[i], |up, i| up || done[i]);
+    let is_done = |i: usize| done.get(i).copied().unwrap_or(false);
+    let resolved = fold_threads(comments, is_done, |up, i| up || is_done(i));
     for (c, r) in comments.iter_mut().zip(resolved) {
         c.resolved = r;
     }
@@ -143,14 +156,14 @@ fn fold_threads<T: Copy>(
         let mut at = start;
         let mut above = None;
         loop {
-            if let Some(v) = value[at] {
+            if let Some(&Some(v)) = value.get(at) {
                 above = Some(v);
                 break;
             }
-            if on_path[at] {
-                break; // a cycle: the walk's last comment stands for its top
+            match on_path.get_mut(at) {
+                Some(seen) if !*seen => *seen = true,
+                _ => break, // a cycle: the walk's last comment stands for its top
             }
-            on_path[at] = true;
             path.push(at);
             match parent(at) {
                 Some(p) => at = p,
@@ -162,9 +175,13 @@ fn fold_threads<T: Copy>(
                 Some(up) => step(up, i),
                 None => top(i),
             };
-            value[i] = Some(v);
+            if let Some(slot) = value.get_mut(i) {
+                *slot = Some(v);
+            }
             above = Some(v);
-            on_path[i] = false;
+            if let Some(seen) = on_path.get_mut(i) {
+                *seen = false;
+            }
         }
         path.clear();
     }
@@ -205,7 +222,7 @@ pub(crate) fn parse_people(part: &str, xml: &str) -> Result<Vec<Person>, DocxErr
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
     use super::*;
 
     fn comment(id: usize, parent: Option<usize>) -> Comment {

@@ -5,6 +5,8 @@
 //! input, never expand a DTD entity, and never allocate by a size the file
 //! declares instead of the bytes actually read.
 
+#![deny(clippy::string_slice, clippy::indexing_slicing)]
+
 mod carried;
 mod comments;
 pub mod model;
@@ -265,9 +267,9 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
 fn count_rsids(xml: &str) -> u64 {
     xml.match_indices(":rsid")
         .filter(|(i, m)| {
-            let rest = &xml[i + m.len()..];
-            let name_end = rest.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(rest.len());
-            rest[name_end..].starts_with('=')
+            xml.get(i + m.len()..).is_some_and(|rest| {
+                rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric()).starts_with('=')
+            })
         })
         .count() as u64
 }
@@ -341,11 +343,15 @@ const MAX_ANCHOR_BYTES: usize = 4096;
 /// each comment keeps the offsets of its range: time and memory grow with
 /// the file, not with overlapping ranges × text.
 fn anchor_comments(doc: &mut Document) {
-    let n = doc.comments.len();
+    /// Where one comment's range lies in `text`.
+    #[derive(Clone, Default)]
+    struct Range {
+        start: Option<usize>,
+        end: Option<usize>,
+        anchored: bool,
+    }
     let mut text = String::new();
-    let mut start: Vec<Option<usize>> = vec![None; n];
-    let mut end: Vec<Option<usize>> = vec![None; n];
-    let mut anchored = vec![false; n];
+    let mut ranges = vec![Range::default(); doc.comments.len()];
     // In first-seen order (the warnings' order), with a set beside it so a
     // file naming thousands of undefined comments stays linear.
     let mut dangling: Vec<String> = Vec::new();
@@ -358,19 +364,22 @@ fn anchor_comments(doc: &mut Document) {
                 Inline::CommentStart { id }
                 | Inline::CommentEnd { id }
                 | Inline::CommentRef { id } => {
-                    let Some(&i) = index.get(id) else {
+                    // `comment_index` indexes `doc.comments`, as long as `ranges`.
+                    let Some(range) = index.get(id).and_then(|&i| ranges.get_mut(i)) else {
                         if seen.insert(id.clone()) {
                             dangling.push(id.clone());
                         }
                         continue;
                     };
-                    anchored[i] = true;
+                    range.anchored = true;
                     match inline {
-                        Inline::CommentStart { .. } if start[i].is_none() => {
-                            start[i] = Some(text.len())
+                        Inline::CommentStart { .. } if range.start.is_none() => {
+                            range.start = Some(text.len())
                         }
-                        Inline::CommentEnd { .. } if start[i].is_some() && end[i].is_none() => {
-                            end[i] = Some(text.len())
+                        Inline::CommentEnd { .. }
+                            if range.start.is_some() && range.end.is_none() =>
+                        {
+                            range.end = Some(text.len())
                         }
                         _ => {}
                     }
@@ -384,13 +393,13 @@ fn anchor_comments(doc: &mut Document) {
     for story in &doc.stories {
         visit_paragraphs(&story.blocks, &mut visit);
     }
-    for (i, c) in doc.comments.iter_mut().enumerate() {
-        if let Some(from) = start[i] {
-            let to = end[i].unwrap_or(text.len()).min(from + MAX_ANCHOR_BYTES);
+    for (c, range) in doc.comments.iter_mut().zip(ranges) {
+        if let Some(from) = range.start {
+            let to = range.end.unwrap_or(text.len()).min(from + MAX_ANCHOR_BYTES);
             let to = (0..=to).rev().find(|&k| text.is_char_boundary(k)).unwrap_or(from).max(from);
-            c.anchor = text[from..to].trim().to_string();
+            c.anchor = text.get(from..to).unwrap_or_default().trim().to_string();
         }
-        c.anchored = anchored[i];
+        c.anchored = range.anchored;
     }
     for id in dangling {
         doc.warnings.push(format!("the document anchors comment id {id}, which word/comments.xml does not define; the anchor is ignored"));

@@ -240,10 +240,10 @@ impl Definitions {
     }
 
     fn level(&self, num_id: &str, abstract_id: &str, l: usize) -> Option<Level> {
-        if let Some(lv) = self.nums.get(num_id).and_then(|n| n.level_overrides[l].clone()) {
+        if let Some(lv) = self.nums.get(num_id).and_then(|n| n.level_overrides.get(l)?.clone()) {
             return Some(lv);
         }
-        self.abstracts.get(abstract_id).and_then(|a| a.levels[l].clone())
+        self.abstracts.get(abstract_id).and_then(|a| a.levels.get(l)?.clone())
     }
 }
 
@@ -281,13 +281,17 @@ impl NumberingReader {
             } else {
                 match &self.scope {
                     Scope::Abstract(id) => {
-                        if let Some(a) = defs.abstracts.get_mut(id) {
-                            a.levels[l] = Some(lv);
+                        if let Some(slot) =
+                            defs.abstracts.get_mut(id).and_then(|a| a.levels.get_mut(l))
+                        {
+                            *slot = Some(lv);
                         }
                     }
                     Scope::Num(id) => {
-                        if let Some(n) = defs.nums.get_mut(id) {
-                            n.level_overrides[l] = Some(lv);
+                        if let Some(slot) =
+                            defs.nums.get_mut(id).and_then(|n| n.level_overrides.get_mut(l))
+                        {
+                            *slot = Some(lv);
                         }
                     }
                     Scope::None => {}
@@ -344,9 +348,10 @@ impl NumberingReader {
             "lvlOverride" => self.override_level = level_index(e),
             "startOverride" => {
                 if let (Scope::Num(id), Some(l)) = (&self.scope, self.override_level)
-                    && let Some(n) = defs.nums.get_mut(id)
+                    && let Some(slot) =
+                        defs.nums.get_mut(id).and_then(|n| n.start_overrides.get_mut(l))
                 {
-                    n.start_overrides[l] = attr(e, "val").and_then(|v| v.parse().ok());
+                    *slot = attr(e, "val").and_then(|v| v.parse().ok());
                 }
             }
             "lvl" => {
@@ -424,17 +429,19 @@ impl<'d> Counters<'d> {
         if self.nums_seen.insert(num_id.clone())
             && let Some(num) = self.defs.nums.get(&num_id)
         {
-            for (k, start) in num.start_overrides.iter().enumerate() {
+            for (value, start) in values.iter_mut().zip(&num.start_overrides) {
                 if let Some(start) = start {
-                    values[k] = Some(start.saturating_sub(1));
+                    *value = Some(start.saturating_sub(1));
                 }
             }
         }
-        let next = match values[l] {
+        // `resolve` caps the level at 8, so this always finds it.
+        let current = values.get_mut(l)?;
+        let next = match *current {
             Some(v) => v.saturating_add(1),
             None => level.start,
         };
-        values[l] = Some(next);
+        *current = Some(next);
         for (k, value) in values.iter_mut().enumerate().skip(l + 1) {
             let restart = self.defs.level(&num_id, &abstract_id, k).and_then(|lv| lv.restart);
             let resets = match restart {
@@ -461,7 +468,7 @@ impl<'d> Counters<'d> {
                 if (1..=9).contains(&d) {
                     let k = d as usize - 1;
                     let lv = self.defs.level(&num_id, &abstract_id, k).unwrap_or_default();
-                    let value = values[k].unwrap_or(lv.start);
+                    let value = values.get(k).copied().flatten().unwrap_or(lv.start);
                     let decimal = NumFormat::default();
                     let format = if level.is_lgl && k < l { decimal } else { lv.format };
                     let format =

@@ -443,9 +443,12 @@ const IROHA_FULL: [&str; 48] = [
 fn iroha_half() -> Vec<&'static str> {
     IROHA_FULL
         .iter()
-        .map(|full| match AIUEO_FULL.iter().position(|c| c == full) {
-            Some(i) => AIUEO_HALF[i],
-            Option::None => *full,
+        .map(|&full| {
+            AIUEO_FULL
+                .iter()
+                .zip(AIUEO_HALF)
+                .find(|&(&c, _)| c == full)
+                .map_or(full, |(_, half)| half)
         })
         .collect()
 }
@@ -746,8 +749,10 @@ fn ordinal_text(n: i64) -> String {
         "eight" => "eighth".to_string(),
         "nine" => "ninth".to_string(),
         "twelve" => "twelfth".to_string(),
-        w if w.ends_with('y') => format!("{}ieth", &w[..w.len() - 1]),
-        w => format!("{w}th"),
+        w => match w.strip_suffix('y') {
+            Some(stem) => format!("{stem}ieth"),
+            Option::None => format!("{w}th"),
+        },
     };
     capitalize(&format!("{head}{last}"))
 }

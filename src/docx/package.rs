@@ -51,6 +51,8 @@ pub(crate) struct Package {
 
 /// One relationship of a part.
 pub(crate) struct Relationship {
+    /// Its id (`rId3`), by which parts refer to it.
+    pub id: String,
     /// Last path segment of the relationship type ("styles", "comments"…),
     /// identical across transitional and Strict type URIs.
     pub kind: String,
@@ -73,7 +75,7 @@ fn sniff_non_zip(bytes: &[u8]) -> DocxError {
         }
         return DocxError::LegacyDoc;
     }
-    let head = &bytes[..bytes.len().min(512)];
+    let head = bytes.get(..512).unwrap_or(bytes);
     let text = String::from_utf8_lossy(head);
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
     if trimmed.starts_with("{\\rtf") {
@@ -97,15 +99,15 @@ fn sniff_non_zip(bytes: &[u8]) -> DocxError {
 /// only the directory (bounded by `max_entries`); a ZIP64 or damaged
 /// directory is left to the zip reader.
 fn repeated_name(bytes: &[u8], max_entries: usize) -> Option<String> {
-    let u16_at = |i: usize| bytes.get(i..i + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
-    let u32_at = |i: usize| {
-        bytes.get(i..i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-    };
+    let u16_at =
+        |i: usize| Some(u16::from_le_bytes(bytes.get(i..i + 2)?.try_into().ok()?) as usize);
+    let u32_at =
+        |i: usize| Some(u32::from_le_bytes(bytes.get(i..i + 4)?.try_into().ok()?) as usize);
     // The end-of-central-directory record is in the last 64 KiB + 22 bytes.
     let floor = bytes.len().saturating_sub(65_557);
-    let eocd = (floor..bytes.len().saturating_sub(21))
-        .rev()
-        .find(|&i| bytes[i..].starts_with(&[0x50, 0x4b, 0x05, 0x06]))?;
+    let eocd = (floor..bytes.len().saturating_sub(21)).rev().find(|&i| {
+        bytes.get(i..).is_some_and(|tail| tail.starts_with(&[0x50, 0x4b, 0x05, 0x06]))
+    })?;
     let (count, mut at) = (u16_at(eocd + 10)?, u32_at(eocd + 16)?);
     if count == 0xFFFF || count > max_entries {
         return None;
@@ -221,10 +223,7 @@ impl Package {
 
     /// The relationships of `part` (from `<dir>/_rels/<file>.rels`), empty if none.
     pub(crate) fn relationships(&mut self, part: &str) -> Result<Vec<Relationship>, DocxError> {
-        let (dir, file) = match part.rfind('/') {
-            Some(i) => (&part[..i], &part[i + 1..]),
-            None => ("", part),
-        };
+        let (dir, file) = part.rsplit_once('/').unwrap_or(("", part));
         let rels_name = if dir.is_empty() {
             format!("_rels/{file}.rels")
         } else {
@@ -247,7 +246,8 @@ impl Package {
                         (false, Some(t)) => Some(resolve_target(dir, &t)),
                         _ => None,
                     };
-                    out.push(Relationship { kind, target });
+                    let id = attr(&e, "Id").unwrap_or_default();
+                    out.push(Relationship { id, kind, target });
                 }
                 Ev::Eof => break,
                 _ => {}
@@ -259,7 +259,7 @@ impl Package {
 
 /// Resolves a relationship target against the source part's folder.
 fn resolve_target(dir: &str, target: &str) -> String {
-    let target = percent_decode(target);
+    let target = percent_encoding::percent_decode_str(target).decode_utf8_lossy();
     let mut segments: Vec<&str> = if let Some(abs) = target.strip_prefix('/') {
         return normalize(abs.split('/').collect());
     } else if dir.is_empty() {
@@ -285,37 +285,17 @@ fn normalize(segments: Vec<&str>) -> String {
     out.join("/")
 }
 
-fn percent_decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16)
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// XML parts are UTF-8 in practice; UTF-16 with a BOM is legal and handled.
 fn decode_text(name: &str, buf: Vec<u8>) -> Result<String, DocxError> {
-    if buf.starts_with(&[0xFF, 0xFE]) || buf.starts_with(&[0xFE, 0xFF]) {
-        let le = buf[0] == 0xFF;
-        let units: Vec<u16> = buf[2..]
-            .chunks_exact(2)
-            .map(|c| {
-                if le { u16::from_le_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], c[1]]) }
-            })
+    if let Some((&bom, rest)) = buf.split_first_chunk::<2>()
+        && (bom == [0xFF, 0xFE] || bom == [0xFE, 0xFF])
+    {
+        let le = bom == [0xFF, 0xFE];
+        // An odd trailing byte is not a UTF-16 unit; it is ignored.
+        let (pairs, _) = rest.as_chunks::<2>();
+        let units: Vec<u16> = pairs
+            .iter()
+            .map(|&pair| if le { u16::from_le_bytes(pair) } else { u16::from_be_bytes(pair) })
             .collect();
         return String::from_utf16(&units)
             .map_err(|_| DocxError::Encoding { part: name.to_string() });
@@ -342,6 +322,14 @@ mod tests {
         assert_eq!(resolve_target("word", "../customXml/item1.xml"), "customXml/item1.xml");
         assert_eq!(resolve_target("word", "/word/document2.xml"), "word/document2.xml");
         assert_eq!(resolve_target("", "word/document.xml"), "word/document.xml");
+        assert_eq!(resolve_target("word", "my%20notes.xml"), "word/my notes.xml");
+    }
+
+    #[test]
+    fn a_percent_escape_before_a_multibyte_character_does_not_panic() {
+        // "%a" then the two bytes of "é": taking the two bytes after '%' as
+        // a string slice would cut "é" in half.
+        assert_eq!(resolve_target("word", "%aé.xml"), "word/%aé.xml");
         assert_eq!(resolve_target("word", "my%20notes.xml"), "word/my notes.xml");
     }
 

@@ -62,7 +62,9 @@ impl Ctx {
         let Some(name) = name else { return };
         let next = self.move_pairs.len() as u32 + 1;
         let pair = *self.move_pairs.entry(name.to_string()).or_insert(next);
-        self.revisions[rev].move_pair = Some(pair);
+        if let Some(r) = self.revisions.get_mut(rev) {
+            r.move_pair = Some(pair);
+        }
     }
 }
 
@@ -223,13 +225,11 @@ impl<'c, 'x> Parser<'c, 'x> {
     }
 
     fn grandparent(&self) -> El {
-        let n = self.path.len();
-        if n >= 2 { self.path[n - 2] } else { El::Other }
+        self.path.iter().rev().nth(1).copied().unwrap_or(El::Other)
     }
 
     fn great_grandparent(&self) -> El {
-        let n = self.path.len();
-        if n >= 3 { self.path[n - 3] } else { El::Other }
+        self.path.iter().rev().nth(2).copied().unwrap_or(El::Other)
     }
 
     fn push(&mut self, empty: bool, el: El) {
@@ -454,7 +454,9 @@ impl<'c, 'x> Parser<'c, 'x> {
         } else if self.grandparent() == El::PPr {
             // Formatting of the paragraph mark itself.
             let rev = self.ctx.revision(RevisionKind::ParagraphFormat, e);
-            self.ctx.revisions[rev].changed.push("paragraph mark formatting".into());
+            if let Some(r) = self.ctx.revisions.get_mut(rev) {
+                r.changed.push("paragraph mark formatting".into());
+            }
             if let Some(b) = self.para_mut() {
                 b.p.format_changes.push(rev);
             }
@@ -743,7 +745,9 @@ impl<'c, 'x> Parser<'c, 'x> {
         if parent == El::NumPr {
             // A tracked change to the paragraph's numbering.
             let rev = self.ctx.revision(RevisionKind::ParagraphFormat, e);
-            self.ctx.revisions[rev].changed.push("numbering".into());
+            if let Some(r) = self.ctx.revisions.get_mut(rev) {
+                r.changed.push("numbering".into());
+            }
             if let Some(b) = self.para_mut() {
                 b.p.format_changes.push(rev);
             }
@@ -805,9 +809,10 @@ impl<'c, 'x> Parser<'c, 'x> {
                 self.alternates.pop();
             }
             El::RPr if self.parent() == El::R => {
-                if let Some(rev) = self.run_format {
-                    let changed = diff_properties(&self.rpr_now, &self.rpr_old);
-                    self.ctx.revisions[rev].changed = changed;
+                if let Some(rev) = self.run_format
+                    && let Some(r) = self.ctx.revisions.get_mut(rev)
+                {
+                    r.changed = diff_properties(&self.rpr_now, &self.rpr_old);
                 }
             }
             _ => {}
@@ -953,9 +958,10 @@ impl<'c, 'x> Parser<'c, 'x> {
     fn finish_paragraph(&mut self) {
         let Some(Frame::Para(mut b)) = self.frames.pop() else { return };
         if let Some(rev) = b.ppr_change
-            && self.ctx.revisions[rev].changed.is_empty()
+            && let Some(r) = self.ctx.revisions.get_mut(rev)
+            && r.changed.is_empty()
         {
-            self.ctx.revisions[rev].changed = diff_properties(&b.ppr_now, &b.ppr_old);
+            r.changed = diff_properties(&b.ppr_now, &b.ppr_old);
         }
         b.p.props_before = b.props_before.take();
         let mut p = b.p;

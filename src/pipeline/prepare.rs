@@ -15,7 +15,7 @@ use crate::check::gate::{self, GateResult};
 use crate::docx::{self, Document};
 use crate::prompt::{Prompt, Templates};
 use crate::score::{RubricKind, RubricResult, Status, TaskResult};
-use crate::task::Task;
+use crate::task::{OutputKind, Task};
 use crate::verdict::Verdict;
 use crate::view::{self, JudgeView};
 
@@ -170,8 +170,13 @@ fn prepare_unguarded(
             };
         }
     };
-    if crate::xlsx::is_xlsx(&bytes) {
-        return prepare_workbook(task, bytes, trial, templates);
+    match (task.output, crate::xlsx::is_xlsx(&bytes)) {
+        (OutputKind::Workbook, true) => return prepare_workbook(task, bytes, trial, templates),
+        (OutputKind::Redline, false) => {}
+        (expected, _) => {
+            let gate = GateResult::failed(wrong_kind(expected, bytes));
+            return Prepared { row: skeleton(task, trial, gate), prompt: None, view: None };
+        }
     }
     let key = render_key(&bytes, task, templates.view);
     let has_checks = task.rubrics.iter().any(|r| r.is_check());
@@ -223,6 +228,22 @@ fn prepare_unguarded(
     Prepared { row, prompt, view }
 }
 
+/// Why an output of the wrong kind fails the gate: the task decides what
+/// its output is, never the file's name or content.
+fn wrong_kind(expected: OutputKind, bytes: Vec<u8>) -> String {
+    let found = match expected {
+        OutputKind::Redline => "an .xlsx workbook".to_string(),
+        OutputKind::Workbook => match docx::from_bytes(bytes.clone(), docx::Limits::default()) {
+            Ok(_) => "a Word document".to_string(),
+            Err(_) => match crate::xlsx::from_bytes(bytes, docx::Limits::default()) {
+                Ok(_) => "not one (it also holds a Word document)".to_string(),
+                Err(e) => format!("not one ({e})"),
+            },
+        },
+    };
+    format!("the task expects {} as its output, and this file is {found}", expected.describe())
+}
+
 /// A spreadsheet output (a term sheet): its gate is a workbook that loads
 /// with at least one filled cell and, when the task names its template,
 /// one cell changed from it; `xlsx_cells` checks read it, and judges
@@ -243,7 +264,7 @@ fn prepare_workbook(task: &Task, bytes: Vec<u8>, trial: &str, templates: &Templa
             outcomes.into_iter().zip(ids).map(|((v, why), id)| (id.to_string(), v, why)).collect(),
         );
     }
-    let view = Some(crate::xlsx::markdown(&book, &task.name));
+    let view = Some(view::workbook::render(&book, &task.name));
     let prompt = match &view {
         Some(text) if row.gate.passed && task.llm_rubrics().next().is_some() => {
             Some(templates.render(task, text))

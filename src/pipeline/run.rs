@@ -440,7 +440,7 @@ pub fn summarize(
     summary.dry_run = scorer.dry_run().is_some();
     summary.quorum = scorer.quorum();
     summary.template_version = scorer.templates().version.clone();
-    summary.cache_notes = scorer.cache().notes();
+    summary.notes = scorer.cache().notes();
     let estimates = scorer.estimates();
     for j in scorer.judges() {
         let c = j.counters.snapshot();

@@ -82,7 +82,7 @@ pub fn summary(s: &Summary) -> String {
     figures(&mut out, s);
     judges(&mut out, s);
     problems(&mut out, s);
-    cache_notes(&mut out, s);
+    notes(&mut out, s);
     out
 }
 
@@ -279,13 +279,13 @@ fn problems(out: &mut String, s: &Summary) {
     }
 }
 
-/// What happened to the cache during the run.
-fn cache_notes(out: &mut String, s: &Summary) {
-    if s.cache_notes.is_empty() {
+/// What the run has to say besides the figures.
+fn notes(out: &mut String, s: &Summary) {
+    if s.notes.is_empty() {
         return;
     }
-    out.push_str("\n### The cache\n\n");
-    for note in &s.cache_notes {
+    out.push_str("\n### Notes\n\n");
+    for note in &s.notes {
         let _ = writeln!(out, "- {note}");
     }
 }

@@ -20,7 +20,7 @@ pub use summary::{
 };
 
 use crate::prompt::Prompt;
-use crate::score::TaskResult;
+use crate::score::{Status, TaskResult};
 
 /// One line of prompts.jsonl: which prompt the judges read for a task ×
 /// trial. The text itself is stored once, content-addressed, in the cache
@@ -251,8 +251,14 @@ pub fn load_run(dir: &Path) -> Result<(Vec<TaskResult>, Summary), ReportError> {
     let text = read("results.jsonl")?;
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        match serde_json::from_str(line) {
-            Ok(row) => rows.push(row),
+        match serde_json::from_str::<TaskResult>(line) {
+            Ok(row) => {
+                row_is_sound(&row).map_err(|message| ReportError::Read {
+                    path: dir.join("results.jsonl"),
+                    message: format!("line {}: {message}", i + 1),
+                })?;
+                rows.push(row);
+            }
             // A process killed mid-write leaves its last row unfinished
             // (no newline): that row was never answered, so it is skipped.
             Err(_) if !text.ends_with('\n') && text.lines().count() == i + 1 => {
@@ -270,12 +276,15 @@ pub fn load_run(dir: &Path) -> Result<(Vec<TaskResult>, Summary), ReportError> {
     // A folder the reward service is still appending to may hold rows its
     // last summary does not count: the rows are the record.
     let summary = match std::fs::read_to_string(dir.join("summary.json")) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| ReportError::Read {
-            path: dir.join("summary.json"),
-            message: e.to_string(),
-        })?,
+        Ok(text) => {
+            let written: Summary = serde_json::from_str(&text).map_err(|e| ReportError::Read {
+                path: dir.join("summary.json"),
+                message: e.to_string(),
+            })?;
+            up_to_date(written, &rows)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let boot = crate::aggregate::Bootstrap { seed: 0, resamples: 5000 };
+            let boot = crate::aggregate::Bootstrap::default();
             Summary::build(&rows, Vec::new(), Vec::new(), boot, None)
         }
         Err(e) => {
@@ -286,6 +295,63 @@ pub fn load_run(dir: &Path) -> Result<(Vec<TaskResult>, Summary), ReportError> {
         }
     };
     Ok((rows, summary))
+}
+
+/// What a row read back must hold: plain task and trial names (they become
+/// file names and are shown as they are), and a reward that agrees with
+/// its status — in 0..=1 when scored, 0 when the gate failed, none when
+/// incomplete or pending.
+fn row_is_sound(row: &TaskResult) -> Result<(), String> {
+    crate::task::check_plain_name("task", &row.task)?;
+    crate::task::check_plain_name("trial", &row.trial)?;
+    let bad = match (row.status, row.reward) {
+        (Status::Scored, Some(r)) if (0.0..=1.0).contains(&r) => None,
+        (Status::GateFailed, Some(0.0)) => None,
+        (Status::Incomplete | Status::Pending, None) => None,
+        (status, reward) => Some((status, reward)),
+    };
+    match bad {
+        None => Ok(()),
+        Some((status, reward)) => Err(format!(
+            "row {} trial {} is {} with reward {}: a scored row's reward is in 0..1, a gate failure's is 0, and an incomplete or pending row has none",
+            row.task,
+            row.trial,
+            status.as_str(),
+            reward.map(|r| r.to_string()).unwrap_or_else(|| "null".into())
+        )),
+    }
+}
+
+/// A summary that counts other rows than results.jsonl holds (written
+/// before rows were appended, or edited) has its figures rebuilt from the
+/// rows, and says so; its judges' figures are kept.
+fn up_to_date(written: Summary, rows: &[TaskResult]) -> Summary {
+    let counted = crate::aggregate::counts(rows, written.counts.missing_outputs);
+    if counted == written.counts {
+        return written;
+    }
+    let boot = written.bootstrap.unwrap_or_default();
+    let model = written.ci95_reference.as_ref().and_then(|r| r.model.clone());
+    let mut fresh = Summary::build(
+        rows,
+        written.missing.clone(),
+        written.unmatched_outputs.clone(),
+        boot,
+        model.as_deref(),
+    );
+    fresh.notes = written.notes.clone();
+    fresh.notes.push(format!(
+        "summary.json counted {} results and results.jsonl holds {}: the figures were rebuilt from the rows",
+        written.counts.results, counted.results
+    ));
+    Summary {
+        dry_run: written.dry_run,
+        judges: written.judges,
+        quorum: written.quorum,
+        template_version: written.template_version,
+        unusable_outputs: written.unusable_outputs,
+        ..fresh
+    }
 }
 
 /// The last row of each task × trial, in the order of those last rows: a

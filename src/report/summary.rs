@@ -293,10 +293,11 @@ pub struct Summary {
     #[serde(default)]
     /// Rows left out of the figures or zeroed, by reason.
     pub problems: Problems,
-    /// What happened to the cache during the run (opened read-only, its
-    /// file deleted or replaced while open).
+    /// What the run itself has to say besides the figures: what happened
+    /// to the cache (opened read-only, its file deleted or replaced while
+    /// open), a summary rebuilt because it no longer matched its rows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cache_notes: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 impl Summary {
@@ -351,7 +352,7 @@ impl Summary {
             unmatched_outputs: unmatched,
             unusable_outputs: Vec::new(),
             problems: Problems::of(rows),
-            cache_notes: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

@@ -248,6 +248,7 @@ impl Resolver {
                 )
             });
         };
+        task::check_plain_name("task", name).map_err(ApiError::bad)?;
         for path in task_paths(&spec) {
             self.allowed_path(&self.tasks_dir.join(path))?;
         }
@@ -345,10 +346,7 @@ fn decode(b64: &str, field: &str) -> Result<Vec<u8>, ApiError> {
 /// new one.
 fn trial(given: Option<String>, bytes: &[u8]) -> Result<String, ApiError> {
     match given {
-        Some(t) if t.is_empty() || t.len() > 200 || t.chars().any(char::is_control) => {
-            Err(ApiError::bad("trial must be 1 to 200 characters without control characters"))
-        }
-        Some(t) => Ok(t),
+        Some(t) => crate::task::check_plain_name("trial", &t).map(|()| t).map_err(ApiError::bad),
         None => Ok(format!("sha-{}", &crate::hash::sha256_hex_bytes(bytes)[..16])),
     }
 }

@@ -238,7 +238,7 @@ impl Service {
         let Some(log) = &self.log else { return };
         match report::load_run(log.dir()) {
             Ok((rows, _)) => {
-                let boot = Bootstrap { seed: 0, resamples: 5000 };
+                let boot = Bootstrap::default();
                 let summary = summarize(
                     &self.scorer,
                     &rows,

@@ -42,11 +42,13 @@ struct TaskFile {
     input: Option<String>,
     #[serde(default)]
     output_template: Option<String>,
+    #[serde(default)]
+    output: Option<String>,
     rubrics: Vec<RubricFile>,
 }
 
 /// The keys a task file may hold: the reference schema's, `input`,
-/// `output_template` and `$schema`.
+/// `output`, `output_template` and `$schema`.
 const TASK_KEYS: &[&str] = &[
     "task_id",
     "scenario_id",
@@ -60,6 +62,7 @@ const TASK_KEYS: &[&str] = &[
     "author",
     "rubrics",
     "input",
+    "output",
     "output_template",
     "$schema",
 ];
@@ -239,6 +242,7 @@ pub(super) fn from_value(
         Some(p) => problems.take(load_template(&p)).map(Some),
         None => Some(None),
     };
+    let output = problems.take(output_kind(&file, &rubrics));
     let (
         Some(scenario),
         Some(side),
@@ -249,6 +253,7 @@ pub(super) fn from_value(
         Some(author),
         Some((input_doc, input_sha)),
         Some(output_template),
+        Some(output),
     ) = (
         scenario,
         side,
@@ -259,6 +264,7 @@ pub(super) fn from_value(
         author,
         loaded,
         template,
+        output,
     )
     else {
         return Err(invalid(path, problems.0.join("; ")));
@@ -288,11 +294,39 @@ pub(super) fn from_value(
         input_doc,
         input_sha,
         output_template,
+        output,
         reference_breaks: Vec::new(),
     };
     let breaks =
         super::reference::broken_rules(&task, &file.task_id, &file.scenario_id, &file.level);
     Ok(Task { reference_breaks: breaks, ..task })
+}
+
+/// The kind of file the output must be: `"output"` when given, else a
+/// workbook when the task names a template or checks cells, else a
+/// redline.
+fn output_kind(file: &TaskFile, rubrics: &[Rubric]) -> Result<super::OutputKind, String> {
+    use super::OutputKind;
+    let checks_cells = rubrics.iter().any(|r| {
+        r.check
+            .as_ref()
+            .is_some_and(|c| matches!(c.spec, super::check_spec::CheckSpec::XlsxCells(_)))
+    });
+    let inferred = if file.output_template.is_some() || checks_cells {
+        OutputKind::Workbook
+    } else {
+        OutputKind::Redline
+    };
+    match file.output.as_deref().map(str::trim) {
+        None => Ok(inferred),
+        Some("xlsx") => Ok(OutputKind::Workbook),
+        Some("docx") if inferred == OutputKind::Workbook => Err(
+            "\"output\": \"docx\" contradicts the task's output_template or xlsx_cells checks, which need an .xlsx output"
+                .into(),
+        ),
+        Some("docx") => Ok(OutputKind::Redline),
+        Some(other) => Err(format!("\"output\": \"{other}\" is not a kind of output; use \"docx\" or \"xlsx\"")),
+    }
 }
 
 /// The task name's scenario, turn and group must agree with the file; a

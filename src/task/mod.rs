@@ -103,6 +103,47 @@ impl Rubric {
     }
 }
 
+/// The kind of file a task's output is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputKind {
+    /// A Word .docx with tracked changes and comments (the default).
+    #[default]
+    Redline,
+    /// An .xlsx workbook (a term sheet, a checklist): the task says so with
+    /// `"output": "xlsx"`, an `output_template` or an `xlsx_cells` check.
+    Workbook,
+}
+
+impl OutputKind {
+    /// The kind in a reader's words, for gate reasons.
+    pub fn describe(self) -> &'static str {
+        match self {
+            OutputKind::Redline => "a .docx redline",
+            OutputKind::Workbook => "an .xlsx workbook",
+        }
+    }
+}
+
+/// Checks that a task or trial name read from a file or a request is a
+/// plain name, one that may become part of a file name (`views/<name>.md`)
+/// and be shown as it is: 1 to 200 characters, no path separator, not `.`
+/// or `..`, no control character and no bidirectional formatting character
+/// (which can make one id look like another). `Err` says what is wrong.
+pub fn check_plain_name(what: &str, name: &str) -> Result<(), String> {
+    let bidi = |c: char| matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let why = if name.is_empty() || name.chars().count() > 200 {
+        "must be 1 to 200 characters"
+    } else if name.contains(['/', '\\']) || name == "." || name == ".." {
+        "must not be or hold a path (no /, \\, . or ..)"
+    } else if name.chars().any(|c| c.is_control() || bidi(c)) {
+        "must not hold control or bidirectional formatting characters"
+    } else {
+        return Ok(());
+    };
+    Err(format!("{what} {name:?} {why}"))
+}
+
 /// A task: one output to score against one rubric set.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Task {
@@ -148,6 +189,10 @@ pub struct Task {
     /// (`"output_template"`): returned unchanged, it fails the gate.
     #[serde(skip)]
     pub output_template: Option<std::sync::Arc<crate::xlsx::Workbook>>,
+    /// What kind of file the output must be: an output of another kind
+    /// fails the gate, whatever its name.
+    #[serde(default)]
+    pub output: OutputKind,
     /// The reference benchmark's rules this task breaks, each a sentence
     /// (it still loads; [`load_tasks`] warns once per rule).
     #[serde(skip)]
@@ -185,6 +230,7 @@ impl Task {
             input_doc: None,
             input_sha: None,
             output_template: None,
+            output: OutputKind::Redline,
             reference_breaks: Vec::new(),
         }
     }

@@ -7,6 +7,7 @@
 pub mod annotated;
 pub mod plain;
 pub mod reference;
+pub mod workbook;
 
 use serde::Serialize;
 
@@ -76,7 +77,7 @@ pub fn render_workbook(book: &crate::xlsx::Workbook, kind: ViewKind, title: &str
             s.push('\n');
             s
         }
-        _ => crate::xlsx::markdown(book, title),
+        _ => workbook::render(book, title),
     }
 }
 

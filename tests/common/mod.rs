@@ -25,6 +25,8 @@ pub struct Docx {
     pub endnotes: Option<String>,
     pub header: Option<String>,
     pub footer: Option<String>,
+    /// word/settings.xml's content.
+    pub settings: Option<String>,
     /// `Application` of docProps/app.xml, when the file should name one.
     pub app: Option<String>,
     /// Use the ISO Strict namespace for WordprocessingML.
@@ -77,6 +79,7 @@ impl Docx {
         add("endnotes.xml", "endnotes", "w:endnotes", &self.endnotes, &mut parts);
         add("header1.xml", "header", "w:hdr", &self.header, &mut parts);
         add("footer1.xml", "footer", "w:ftr", &self.footer, &mut parts);
+        add("settings.xml", "settings", "w:settings", &self.settings, &mut parts);
         let document = format!(
             r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document {ns}><w:body>{}</w:body></w:document>"#,
             self.body
@@ -188,6 +191,7 @@ pub fn synthetic_contract(sections: usize, note: &str) -> Vec<u8> {
     docx.bytes()
 }
 
+pub mod alloc;
 pub mod batch_mock;
 pub mod e2e;
 pub mod mock;
@@ -244,4 +248,78 @@ pub fn temp_dir(tag: &str) -> Scratch {
     Scratch(
         tempfile::Builder::new().prefix(&format!("redjury-{tag}-")).tempdir().expect("temp dir"),
     )
+}
+
+/// XML text for an attribute or element: `&`, `<`, `>` and `"` escaped,
+/// and line breaks as character references, so that they survive.
+pub fn xml_text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\n', "&#10;")
+        .replace('\r', "&#13;")
+}
+
+/// An .xlsx: each sheet (name, `sheetData` inner XML) its own part, and
+/// the shared string table.
+pub fn xlsx(sheets: &[(&str, String)], shared: &[String]) -> Vec<u8> {
+    let rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
+    let main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main";
+    let mut list = String::new();
+    let mut rels = String::new();
+    let mut parts: Vec<(String, String)> = Vec::new();
+    for (i, (name, data)) in sheets.iter().enumerate() {
+        let n = i + 1;
+        list.push_str(&format!(
+            r#"<sheet name="{}" sheetId="{n}" r:id="rId{n}"/>"#,
+            xml_text(name)
+        ));
+        rels.push_str(&format!(
+            r#"<Relationship Id="rId{n}" Type="{rel}/worksheet" Target="worksheets/sheet{n}.xml"/>"#
+        ));
+        parts.push((
+            format!("xl/worksheets/sheet{n}.xml"),
+            format!(r#"<?xml version="1.0"?><worksheet xmlns="{main}"><sheetData>{data}</sheetData></worksheet>"#),
+        ));
+    }
+    rels.push_str(&format!(
+        r#"<Relationship Id="rIdS" Type="{rel}/sharedStrings" Target="sharedStrings.xml"/>"#
+    ));
+    let strings: String =
+        shared.iter().map(|s| format!("<si><t>{}</t></si>", xml_text(s))).collect();
+    parts.push((
+        "xl/sharedStrings.xml".into(),
+        format!(r#"<?xml version="1.0"?><sst xmlns="{main}">{strings}</sst>"#),
+    ));
+    parts.push((
+        "xl/workbook.xml".into(),
+        format!(r#"<?xml version="1.0"?><workbook xmlns="{main}" xmlns:r="{rel}"><sheets>{list}</sheets></workbook>"#),
+    ));
+    parts.push((
+        "xl/_rels/workbook.xml.rels".into(),
+        format!(r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">{rels}</Relationships>"#),
+    ));
+    parts.push((
+        "_rels/.rels".into(),
+        format!(r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/></Relationships>"#),
+    ));
+    let files: Vec<(&str, &[u8])> = parts.iter().map(|(n, c)| (n.as_str(), c.as_bytes())).collect();
+    zip_files(&files)
+}
+
+/// A row of inline-string cells from column A.
+pub fn inline_row(r: u32, texts: &[&str]) -> String {
+    let cells: String = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let col = char::from(b'A' + i as u8);
+            format!(
+                r#"<c r="{col}{r}" t="inlineStr"><is><t xml:space="preserve">{}</t></is></c>"#,
+                xml_text(t)
+            )
+        })
+        .collect();
+    format!(r#"<row r="{r}">{cells}</row>"#)
 }

@@ -18,12 +18,20 @@ async function unpack(b64) {
   return await new Response(stream).text();
 }
 
+// Bidirectional formatting characters can make one id read as another
+// (a task name reversed on screen): they are shown as their code points.
+function visible(v) {
+  return typeof v === "string"
+    ? v.replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => "\u27e6U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e7")
+    : v;
+}
+
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") e.className = v; else if (k === "text") e.textContent = v; else e.setAttribute(k, v);
+    if (k === "class") e.className = v; else if (k === "text") e.textContent = visible(v); else e.setAttribute(k, v);
   }
-  for (const c of children) e.append(c);
+  for (const c of children) e.append(typeof c === "string" ? visible(c) : c);
   return e;
 }
 
@@ -92,9 +100,9 @@ async function openTask(i) {
   const r = state.rows[i];
   const detail = document.getElementById("detail");
   detail.hidden = false;
-  detail.querySelector("h3").textContent = r.task + " · trial " + r.trial + " · " + r.status.replace("_", " ") + " · reward " + fmt(r.reward);
+  detail.querySelector("h3").textContent = visible(r.task + " · trial " + r.trial + " · " + r.status.replace("_", " ") + " · reward " + fmt(r.reward));
   const info = detail.querySelector(".info");
-  info.textContent = (r.gate ? "Gate: " + r.gate + ". " : "") + (r.reason ? "Why: " + r.reason : "");
+  info.textContent = visible((r.gate ? "Gate: " + r.gate + ". " : "") + (r.reason ? "Why: " + r.reason : ""));
   const judges = state.judges;
   const head = el("tr", {}, el("th", { text: "rubric" }), el("th", { class: "num", text: "weight" }), el("th", { text: "category" }), el("th", { text: "panel" }),
     ...judges.map((j) => el("th", { text: j })), el("th", { text: "justifications and abstentions" }));
