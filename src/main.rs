@@ -9,10 +9,16 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    use std::io::IsTerminal;
+    // Colour only on a terminal, and never when NO_COLOR is set
+    // (no-color.org): a log file or a pipe gets plain text.
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .init();
     let cli = cli::Cli::parse();

@@ -378,3 +378,38 @@ fn a_calibration_set_that_counts_twice_or_labels_nothing_is_refused() {
     let e = load(&[("a.json", nothing)]).unwrap_err();
     assert!(e.contains("label no (output, rubric): nothing to calibrate against"), "{e}");
 }
+
+/// Without API keys, `calibrate` refused ("no judge can be called")
+/// although the set's check verdicts need no judge; and a labelled output
+/// that fails the gate showed only as "100% abstained". Now the checks are
+/// calibrated, the judges said to be skipped, and the gate failure named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_keys_the_checks_are_calibrated_and_gate_failures_named() {
+    let dir = temp_dir("calibrate-nokeys");
+    std::fs::create_dir_all(dir.join("verdicts")).unwrap();
+    let labels = r#"{"task_id": "redline-s1-t1-g01a", "outputs": {"gate-fail": {"r01": {"verdict": "FAIL"}}, "strong": {"r01": {"verdict": "PASS"}}}}"#;
+    std::fs::write(dir.join("verdicts/a.json"), labels).unwrap();
+    let s4 = std::fs::read_to_string(root().join("gold/verdicts/redline-s4-t4-g01a.json")).unwrap();
+    std::fs::write(dir.join("verdicts/b.json"), s4).unwrap();
+    std::os::unix::fs::symlink(root().join("gold/redlines"), dir.join("redlines")).unwrap();
+    let out = dir.join("out");
+    let a = args(&[
+        "calibrate",
+        "--tasks",
+        "rubrics",
+        "--gold",
+        &dir.display().to_string(),
+        "--outputs",
+        "scenarios/outputs",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    let (code, stdout, stderr) = redjury(a, false).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("judges skipped: no judge has an API key (set "), "{stdout}");
+    assert!(stdout.contains("check verdicts agree with gold"), "{stdout}");
+    let md = std::fs::read_to_string(out.join("calibration.md")).unwrap();
+    let named = "output \"gate-fail\" of task redline-s1-t1-g01a";
+    assert!(md.contains(named) && md.contains("fails the gate"), "{md}");
+    assert!(stderr.contains(named), "{stderr}");
+}

@@ -117,7 +117,7 @@ async fn an_incomplete_run_says_so_and_why() {
         "{md}"
     );
     assert!(md.contains("#### Incomplete (no reward; never counted as 0)"), "{md}");
-    assert!(md.contains("- 11 rows — quorum not met — claude: judge stopped: judge 'claude' (anthropic): HTTP 401: bad key; gpt: judge stopped: judge 'gpt' (openai): HTTP 401: bad key\n  redline-s1-t1-g01b, "), "{md}");
+    assert!(md.contains("- 11 rows — quorum not met — claude: judge stopped: the key in E2E_ANTHROPIC_KEY is refused: judge 'claude' (anthropic): HTTP 401: bad key; gpt: judge stopped: the key in E2E_OPENAI_KEY is refused: judge 'gpt' (openai): HTTP 401: bad key\n  redline-s1-t1-g01b, "), "{md}");
     assert!(
         md.contains(
             "#### Gate failures (reward 0, counted)\n\n- 1 row — no tracked change or comment"
@@ -309,14 +309,33 @@ async fn a_results_folder_is_replaced_whole_and_a_foreign_one_refused() {
     assert_eq!(code, 0, "{err}");
     assert!(!out.join("views").exists(), "the new run's folder replaced the old one whole");
     assert!(out.join("summary.json").is_file());
-    // A folder of something else is not replaced without --force.
+    // A file a user put in a run folder survives the rerun (a report.html
+    // was deleted without a word).
+    std::fs::write(out.join("report.html"), "mine").expect("write");
+    let (code, stdout, err) =
+        redjury(dry(&out, &[]).into_iter().filter(|a| a != "--quiet").collect(), false).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("what no run wrote there: report.html"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(out.join("report.html")).ok().as_deref(), Some("mine"));
+    // A folder of something else is never replaced (exit 2: refused before any work).
     let mine = dir.join("documents");
     std::fs::create_dir_all(&mine).expect("mkdir");
     std::fs::write(mine.join("thesis.txt"), "precious").expect("write");
     let (code, _, err) = redjury(dry(&mine, &[]), false).await;
-    assert_eq!(code, 1);
-    assert!(err.contains("refusing to replace") && err.contains("pass --force"), "{err}");
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("refusing to write results to")
+            && err.contains("never replaces files it did not write"),
+        "{err}"
+    );
     assert!(mine.join("thesis.txt").is_file());
+    // Nor the outputs (--force once deleted the user's .docx files).
+    let (code, _, err) = redjury(dry(&root().join("scenarios/outputs"), &[]), false).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("an input of this run"), "{err}");
+    assert!(root().join("scenarios/outputs/strong/redline-s1-t1-g01a.docx").is_file());
+    let (code, _, err) = redjury(dry(&out, &["--force"]), false).await;
+    assert_eq!(code, 2, "--force is gone: {err}");
     // rejudge writes the same way: never into a foreign folder, never over its own run.
     let rejudge = |to: &Path| {
         args(&[
@@ -331,11 +350,11 @@ async fn a_results_folder_is_replaced_whole_and_a_foreign_one_refused() {
         ])
     };
     let (code, _, err) = redjury(rejudge(&mine), false).await;
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("refusing to replace") && err.contains("pass --force"), "{err}");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("refusing to write results to"), "{err}");
     assert!(mine.join("thesis.txt").is_file());
     let (code, _, err) = redjury(rejudge(&out), false).await;
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("is the run being rejudged"), "{err}");
     assert!(out.join("summary.json").is_file(), "the run is intact");
     let (code, _, err) = redjury(rejudge(&dir.join("again")), false).await;

@@ -303,7 +303,7 @@ async fn a_permanent_failure_ends_as_an_abstention_and_a_bad_key_stops_traffic()
     let reason = r.failure.expect("failed");
     assert_eq!(
         reason,
-        "judge stopped: judge 'openai-judge' (openai): HTTP 401: Incorrect API key provided."
+        "judge stopped: the key in UNUSED is refused: judge 'openai-judge' (openai): HTTP 401: Incorrect API key provided."
     );
     assert!(!reason.contains(KEY));
     let r = judge.call(&prompt("doc two"), 0, &cache).await;
@@ -750,4 +750,58 @@ async fn an_answer_the_locked_cache_cannot_take_in_time_is_journalled() {
         reopened.get_response(&key).expect("read").is_some(),
         "the journalled answer is stored"
     );
+}
+
+/// An endpoint that refuses connections: the first failure names the URL
+/// and the operating system's reason (it said "connection error: error
+/// sending request"), and a judge that never answered stops after one
+/// call's attempts, like a judge with a bad key, instead of every call
+/// retrying (13 silent minutes on the example).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_that_refuses_connections_stops_its_judge_and_says_where() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let judge = Arc::new(judge_for(Provider::Openai, &url));
+    let (cache, _dir) = temp_cache("refused");
+    let first = judge.call(&prompt("doc"), 0, &cache).await;
+    let why = first.failure.unwrap_or_default();
+    let expected = format!("cannot connect to {url}/v1/chat/completions: Connection refused");
+    assert!(why.contains(&expected), "{why}");
+    assert!(why.contains("on all 4 attempts"), "{why}");
+    assert!(judge.stopped().is_some_and(|s| s.contains(&expected)), "{:?}", judge.stopped());
+    let started = Instant::now();
+    let next = judge.call(&prompt("another"), 0, &cache).await;
+    assert!(next.failure.unwrap_or_default().starts_with("judge stopped:"));
+    assert!(started.elapsed() < Duration::from_secs(1), "no more attempts");
+}
+
+/// A bad key stopped the judge within seconds, but the calls queued
+/// behind its limiter waited out the pace before abstaining (131 s to end
+/// the run). They now end at once, and the message names the variable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_queued_behind_a_stopped_judge_end_at_once() {
+    let server = MockServer::start(Arc::new(|_: &Recorded, _| {
+        status(401, &[], r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#)
+    }))
+    .await;
+    let mut c = config(Provider::Openai, &server.url());
+    (c.rpm, c.max_concurrency, c.api_key_env) =
+        (Rate::PerMinute(60), 1, Some("OPENAI_API_KEY".into()));
+    let judge = Arc::new(with_config(c));
+    let (cache, _dir) = temp_cache("queued");
+    let started = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..20 {
+        let (judge, cache) = (judge.clone(), cache.clone());
+        set.spawn(async move { judge.call(&prompt(&format!("doc {i}")), 0, &cache).await });
+    }
+    while let Some(r) = set.join_next().await {
+        assert!(r.unwrap().failure.is_some());
+    }
+    // At 60 a minute, 20 calls that waited their turn would take 19 s.
+    assert!(started.elapsed() < Duration::from_secs(8), "took {:?}", started.elapsed());
+    assert!(server.requests().len() <= 2, "{} requests", server.requests().len());
+    let why = judge.stopped().unwrap_or_default();
+    assert!(why.starts_with("the key in OPENAI_API_KEY is refused: "), "{why}");
 }

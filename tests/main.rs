@@ -15,6 +15,7 @@ mod batch;
 mod calibrate;
 mod checks;
 mod cli;
+mod commands;
 mod corpus_oracle;
 mod example;
 mod family;

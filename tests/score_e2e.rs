@@ -318,6 +318,6 @@ async fn identical_trials_share_one_paid_call_and_clashing_trials_are_refused() 
         true,
     )
     .await;
-    assert_eq!(code, 1);
+    assert_eq!(code, 2, "found before any work: refused");
     assert!(err.contains("a second output for task redline-s1-t2-g01a trial 1"), "{err}");
 }

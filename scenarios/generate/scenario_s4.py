@@ -764,6 +764,8 @@ def build():
                 "side": side, "level": turn, "input_group": gid, "variant": "a",
                 "represented_party": me["party"], "counterparty": other["party"], "author": me["author"],
                 "input": "../scenarios/%s/inputs/%s.docx" % (DIR, gid),
+                # Scenario 4 is not one of the reference's three: said, so no warning.
+                "reference": False,
                 "rubrics": rubrics,
             }
             if turn == 4:

@@ -178,6 +178,10 @@ pub struct Calibration {
     pub outputs: usize,
     /// Labelled judge rubric verdicts.
     pub items: usize,
+    /// Why the judges were not calibrated, when they were not (no judge has
+    /// an API key): the check verdicts are, all the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judges_skipped: Option<String>,
     /// Labelled outputs that failed the gate, with the reason: their
     /// labels are left out of every figure (shown, never just counted as
     /// abstentions).
@@ -472,6 +476,9 @@ pub async fn run(
     let (rows, prompts) = judge_work(scorer, work(set), progress).await;
     let gate_failed = gate_failures(set, &rows);
     let (obs, checks) = observe(set, &rows);
+    if scorer.dry_run().is_some() {
+        return Ok(checks_only(scorer, set, checks, gate_failed));
+    }
     let names: Vec<String> = scorer.judges().iter().map(|j| j.config.name.clone()).collect();
     let costs = costs(scorer, &prompts, &settings.prices).await;
     let mut judges = BTreeMap::new();
@@ -500,6 +507,7 @@ pub async fn run(
         outputs: set.outputs.len(),
         items: obs.len(),
         gate_failed,
+        judges_skipped: None,
         template_version: scorer.templates().version.clone(),
         quorum: scorer.quorum(),
         models: scorer
@@ -535,6 +543,37 @@ pub async fn run(
     rank(&mut calibration.panels, &flagged);
     calibration.recommended = recommend(&calibration.panels, settings.within);
     Ok(calibration)
+}
+
+/// What a calibration without judges gives: the check verdicts against
+/// gold, and why the judges were skipped.
+fn checks_only(
+    scorer: &Scorer,
+    set: &GoldSet,
+    checks: (u64, u64),
+    gate_failed: Vec<String>,
+) -> Calibration {
+    let keys: Vec<&str> = scorer.judges().iter().filter_map(|j| j.missing_key()).collect();
+    let why = if keys.is_empty() {
+        "no judge was called (--dry-run)".to_string()
+    } else {
+        format!("no judge has an API key (set {})", keys.join(", "))
+    };
+    Calibration {
+        tasks: set
+            .outputs
+            .iter()
+            .map(|o| &o.task.name)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        outputs: set.outputs.len(),
+        template_version: scorer.templates().version.clone(),
+        quorum: scorer.quorum(),
+        checks,
+        gate_failed,
+        judges_skipped: Some(why),
+        ..Calibration::default()
+    }
 }
 
 /// The scorer for the view probe: the same judges, cache and quorum with

@@ -125,6 +125,14 @@ pub fn markdown(c: &Calibration) -> String {
     for failed in &c.gate_failed {
         let _ = writeln!(out, "**Left out:** {failed}.\n");
     }
+    if let Some(why) = &c.judges_skipped {
+        let _ = writeln!(
+            out,
+            "**Judges skipped:** {why}. Only the deterministic checks were calibrated: {} of {} check verdicts agree with gold.",
+            c.checks.1, c.checks.0
+        );
+        return out;
+    }
     out.push_str(&agreement_table(c));
     let _ = writeln!(out, "\nKrippendorff's α among the judges: {}", opt(c.alpha, 3));
     if c.checks.0 > 0 {

@@ -12,7 +12,9 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use redjury::aggregate::Bootstrap;
-use redjury::pipeline::run::{Replace, RunEnd, RunReport, RunSettings, Views};
+use redjury::pipeline::run::{
+    RejudgeJob, RunEnd, RunError, RunReport, RunSettings, ScoreJob, Views,
+};
 use redjury::pipeline::{BatchFallback, Dispatch, JudgeMode, Scorer, ScorerConfig};
 use redjury::view::{self, ViewKind};
 
@@ -76,8 +78,8 @@ pub enum Command {
         #[arg(long)]
         calibration: Option<PathBuf>,
         /// Write one self-contained HTML report (default: report.html in the run folder).
-        #[arg(long, num_args = 0..=1, default_missing_value = "")]
-        html: Option<PathBuf>,
+        #[arg(long, num_args = 0..=1, value_name = "FILE")]
+        html: Option<Option<PathBuf>>,
         /// Compressed views embedded in the HTML, at most (MiB); the rows that matter most first.
         #[arg(long, default_value_t = 64, requires = "html")]
         html_views_mb: usize,
@@ -151,12 +153,9 @@ pub enum Command {
 pub struct RunArgs {
     #[command(flatten)]
     judging: JudgingArgs,
-    /// Where the results folder goes; an earlier results folder there is replaced whole when the run ends.
+    /// Where the results folder goes; an earlier results folder there is replaced whole when the run ends (files redjury did not write in it are kept).
     #[arg(long)]
     out: PathBuf,
-    /// Replace --out even when it is not a results folder.
-    #[arg(long)]
-    force: bool,
     /// Build and store every prompt and estimate cost; call no judge.
     #[arg(long)]
     dry_run: bool,
@@ -192,7 +191,7 @@ pub enum Fallback {
 /// Who judges and how: shared by `score`, `rejudge` and `serve`.
 #[derive(clap::Args)]
 pub struct JudgingArgs {
-    /// The judge panel (TOML). Default: ./panel.toml, else panel.toml beside the tasks folder, else the built-in panel.
+    /// The judge panel (TOML). Default: ./panel.toml, else panel.toml beside the tasks folder (for the commands that take --tasks), else the built-in panel.
     #[arg(long)]
     panel: Option<PathBuf>,
     /// The prompt and response cache (SQLite). Default: cache.sqlite in the folder that holds --out (or the current directory).
@@ -299,26 +298,28 @@ impl std::error::Error for Refused {}
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Score { tasks, outputs, common } => {
+            // Everything asked is checked before the cache is opened.
+            let job = ScoreJob::plan(&tasks, &outputs, &common.out).map_err(refused)?;
             let setup = setup(&common, Some(&tasks))?;
+            tell_kept(job.kept(), common.quiet);
             let report = runtime()?.block_on(async {
                 let scorer = setup.scorer()?;
                 let bar = progress::Bar::new(!common.quiet);
-                let r =
-                    redjury::pipeline::run::score(&tasks, &outputs, &scorer, &setup.settings, &bar)
-                        .await;
+                let r = job.run(&scorer, &setup.settings, &bar).await;
                 bar.finish();
-                anyhow::Ok(r?)
+                anyhow::Ok(r.map_err(failed)?)
             })?;
             Ok(finish(&report, common.quiet))
         }
         Command::Rejudge { run, common } => {
+            let job = RejudgeJob::plan(&run, &common.out).map_err(refused)?;
             let setup = setup(&common, None)?;
             let report = runtime()?.block_on(async {
                 let scorer = setup.scorer()?;
                 let bar = progress::Bar::new(!common.quiet);
-                let r = redjury::pipeline::run::rejudge(&run, &scorer, &setup.settings, &bar).await;
+                let r = job.run(&scorer, &setup.settings, &bar).await;
                 bar.finish();
-                anyhow::Ok(r?)
+                anyhow::Ok(r.map_err(failed)?)
             })?;
             Ok(finish(&report, common.quiet))
         }
@@ -349,8 +350,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let found = judging.resolve(&out, Some(&tasks))?;
             if !quiet {
-                println!("panel: {}", found.panel_from);
-                println!("cache: {}", found.cache.display());
+                print_defaults(&found);
             }
             let config = ScorerConfig {
                 panel: found.panel,
@@ -366,19 +366,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 resamples: resamples as usize,
                 seed,
             };
-            let tasks: Vec<std::sync::Arc<redjury::Task>> = redjury::pipeline::load_tasks(&tasks)?
+            let tasks: Vec<std::sync::Arc<redjury::Task>> = redjury::pipeline::load_tasks(&tasks)
+                .map_err(|e| Refused(e.to_string()))?
                 .into_iter()
                 .map(std::sync::Arc::new)
                 .collect();
-            let set = redjury::calibrate::gold::load(&gold, &outputs, &tasks)?;
+            let set = redjury::calibrate::gold::load(&gold, &outputs, &tasks)
+                .map_err(|e| Refused(e.to_string()))?;
             let c = runtime()?.block_on(async {
                 let scorer = Setup::refuse_quorum(Scorer::new(config))?;
-                if scorer.dry_run().is_some() {
-                    anyhow::bail!(Refused(
-                        "no judge can be called: calibration needs judges (set their API keys)"
-                            .into()
-                    ));
-                }
                 let bar = progress::Bar::new(!quiet);
                 let c = redjury::calibrate::run(&scorer, &set, &settings, &bar).await;
                 bar.finish();
@@ -397,7 +393,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for failed in &c.gate_failed {
                 eprintln!("warning: {failed}");
             }
-            if !quiet {
+            if let (Some(why), false) = (&c.judges_skipped, quiet) {
+                println!(
+                    "judges skipped: {why}; {} of {} check verdicts agree with gold",
+                    c.checks.1, c.checks.0
+                );
+            } else if !quiet {
                 print!("{}", redjury::calibrate::report::agreement_table(&c));
                 if let Some(r) = &c.recommended {
                     println!("recommended panel: {} (quorum {})", r.judges.join(", "), r.quorum);
@@ -411,6 +412,48 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Render { docx, view, output } => render(&docx, view, output.as_deref()),
         Command::Gate { docx, author, input } => gate(&docx, &author, input.as_deref()),
+    }
+}
+
+/// Which panel, prices and cache a command uses: every command that judges
+/// says so first.
+fn print_defaults(found: &defaults::Found) {
+    println!("panel: {}", found.panel_from);
+    println!("prices: {}", found.prices_from);
+    println!("cache: {}", found.cache.display());
+}
+
+/// A problem found before any work (the tasks, the outputs, `--out`):
+/// the run is refused (exit 2).
+fn refused(e: RunError) -> anyhow::Error {
+    anyhow::Error::new(Refused(e.to_string()))
+}
+
+/// A problem met while the run worked: exit 1, except an earlier run's
+/// answers the cache still cannot take, found before anything was sent.
+fn failed(e: RunError) -> anyhow::Error {
+    match e {
+        RunError::PendingAnswers { .. } => refused(e),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// Says which files of an earlier run's folder redjury did not write and
+/// keeps.
+fn tell_kept(kept: &[PathBuf], quiet: bool) {
+    if !quiet && !kept.is_empty() {
+        let names: Vec<String> = kept
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        println!(
+            "keeping in {} what no run wrote there: {}",
+            kept.first()
+                .and_then(|p| p.parent())
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            names.join(", ")
+        );
     }
 }
 
@@ -444,9 +487,7 @@ impl Setup {
 fn setup(a: &RunArgs, tasks: Option<&Path>) -> anyhow::Result<Setup> {
     let found = a.judging.resolve(&a.out, tasks)?;
     if !a.quiet {
-        println!("panel: {}", found.panel_from);
-        println!("prices: {}", found.prices_from);
-        println!("cache: {}", found.cache.display());
+        print_defaults(&found);
     }
     let templates = a.judging.templates()?;
     let mode = if a.dry_run { JudgeMode::DryRun } else { JudgeMode::Live };
@@ -455,7 +496,6 @@ fn setup(a: &RunArgs, tasks: Option<&Path>) -> anyhow::Result<Setup> {
         prices: found.prices,
         bootstrap: Bootstrap { seed: a.seed, resamples: a.resamples as usize },
         views: if a.no_views { Views::Skip } else { Views::Write },
-        replace: if a.force { Replace::Anything } else { Replace::ResultsOnly },
         model: a.model.clone(),
     };
     Ok(Setup {
@@ -480,7 +520,7 @@ fn report(
     seed: Option<u64>,
     resamples: Option<u64>,
     calibration: Option<&Path>,
-    html: Option<PathBuf>,
+    html: Option<Option<PathBuf>>,
     html_views_mb: usize,
 ) -> anyhow::Result<ExitCode> {
     let (rows, summary) = redjury::report::load_run(run)?;
@@ -510,7 +550,7 @@ fn report(
         let _ = std::io::stdout().lock().write_all(text.as_bytes());
         return Ok(ExitCode::SUCCESS);
     };
-    let file = if html.as_os_str().is_empty() { run.join("report.html") } else { html };
+    let file = html.unwrap_or_else(|| run.join("report.html"));
     let trust = calibration.as_ref().map(redjury::calibrate::report::trust);
     let views_dir = run.join("views");
     let page = redjury::report::html::Page {
@@ -608,12 +648,11 @@ fn batch_table(recorded: &[redjury::cache::BatchRecord]) -> String {
 fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let out_for_cache = a.out.clone().unwrap_or_else(|| PathBuf::from("served"));
     let found = a.judging.resolve(&out_for_cache, Some(&a.tasks))?;
-    println!("panel: {}", found.panel_from);
-    println!("cache: {}", found.cache.display());
+    print_defaults(&found);
     let token = std::env::var(&a.token_env).ok().filter(|t| !t.is_empty());
     redjury::serve::check_bind(a.bind, token.as_deref(), &a.token_env)
         .map_err(|e| Refused(e.to_string()))?;
-    let tasks = redjury::pipeline::load_tasks(&a.tasks)?;
+    let tasks = redjury::pipeline::load_tasks(&a.tasks).map_err(|e| Refused(e.to_string()))?;
     let templates = a.judging.templates()?;
     // The reward service answers while callers wait: never by batch.
     let config = ScorerConfig {

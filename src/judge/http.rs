@@ -26,8 +26,14 @@ pub struct Received {
 #[non_exhaustive]
 pub enum TransportError {
     Timeout,
+    /// No connection could be made (refused, no route, no such host): the
+    /// operating system's reason.
+    Unreachable(String),
+    /// The connection broke after it was made.
     Connection(String),
-    TooLarge { limit: u64 },
+    TooLarge {
+        limit: u64,
+    },
 }
 
 /// Sends `req` and reads the reply, refusing one larger than `max_bytes`.
@@ -74,11 +80,17 @@ pub async fn exchange(
 
 fn transport(e: reqwest::Error) -> TransportError {
     if e.is_timeout() {
-        TransportError::Timeout
-    } else {
-        // without_url: the URL holds no secret, but keep errors short.
-        TransportError::Connection(e.without_url().to_string())
+        return TransportError::Timeout;
     }
+    // reqwest's own words ("error sending request") say nothing of why:
+    // the innermost cause is the operating system's ("Connection refused
+    // (os error 111)"). The caller names the URL.
+    let mut cause: &dyn std::error::Error = &e;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    let why = cause.to_string();
+    if e.is_connect() { TransportError::Unreachable(why) } else { TransportError::Connection(why) }
 }
 
 /// `Retry-After` as an HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT"): the

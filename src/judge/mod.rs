@@ -184,6 +184,12 @@ enum AttemptError {
         message: String,
         retry_after: Option<Duration>,
     },
+    /// No connection could be made to the judge's endpoint: retried, and
+    /// when a judge that never answered fails a whole call this way, it
+    /// stops (its endpoint is down or wrong, like a bad key).
+    Unreachable {
+        message: String,
+    },
     /// This call cannot succeed (e.g. 400 for this prompt, 413).
     Fatal {
         message: String,
@@ -202,6 +208,7 @@ impl AttemptError {
     fn message(&self) -> &str {
         match self {
             AttemptError::Retryable { message, .. }
+            | AttemptError::Unreachable { message }
             | AttemptError::Fatal { message }
             | AttemptError::JudgeDown { message } => message,
             AttemptError::Stopped { reason } => reason,
@@ -233,8 +240,13 @@ pub struct Judge {
     limiter: Limiter,
     /// Its running totals.
     pub counters: Counters,
-    /// Set after a reply that means no call can succeed.
-    stopped: Mutex<Option<String>>,
+    /// Set after a reply that means no call can succeed; calls waiting for
+    /// the limiter watch it and end at once.
+    stopped: tokio::sync::watch::Sender<Option<String>>,
+    /// Whether any HTTP reply ever came from the judge's endpoint.
+    answered: std::sync::atomic::AtomicBool,
+    /// Whether an unreachable endpoint was said (once per judge).
+    said_unreachable: std::sync::atomic::AtomicBool,
     /// Calls in flight in this process, by call digest.
     in_flight: Mutex<HashMap<String, Arc<OnceCell<CallResult>>>>,
     /// This process's name on leases.
@@ -271,7 +283,9 @@ impl Judge {
             http,
             limiter,
             counters: Counters::default(),
-            stopped: Mutex::new(None),
+            stopped: tokio::sync::watch::Sender::new(None),
+            answered: std::sync::atomic::AtomicBool::new(false),
+            said_unreachable: std::sync::atomic::AtomicBool::new(false),
             in_flight: Mutex::new(HashMap::new()),
             owner,
         })
@@ -297,7 +311,33 @@ impl Judge {
 
     /// Why traffic to this judge stopped, if it did.
     pub fn stopped(&self) -> Option<String> {
-        self.stopped.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.stopped.borrow().clone()
+    }
+
+    /// Resolves when the judge is stopped, with why.
+    async fn until_stopped(&self) -> String {
+        let mut rx = self.stopped.subscribe();
+        let why = rx.wait_for(Option::is_some).await.ok().and_then(|why| why.clone());
+        match why {
+            Some(why) => why,
+            // The judge owns the sender: it cannot close while we wait.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Stops traffic to the judge for the run; says so once.
+    fn stop(&self, message: &str) {
+        self.stopped.send_if_modified(|stopped| {
+            if stopped.is_some() {
+                return false;
+            }
+            tracing::error!(
+                "{message}; no more calls go to judge '{}' in this run",
+                self.config.name
+            );
+            *stopped = Some(message.to_string());
+            true
+        });
     }
 
     /// Answers already stored for these calls, looked up in one trip off
@@ -460,7 +500,15 @@ impl Judge {
             if attempts.fetch_add(1, Ordering::Relaxed) > 0 {
                 self.counters.retries.fetch_add(1, Ordering::Relaxed);
             }
-            let pass = self.limiter.acquire(estimate).await;
+            // A call waiting for its turn ends at once when the judge stops
+            // (a bad key found by another call): it never waits out the pace.
+            let pass = tokio::select! {
+                biased;
+                reason = self.until_stopped() => {
+                    return Err(AttemptError::Stopped { reason: format!("judge stopped: {reason}") });
+                }
+                pass = self.limiter.acquire(estimate) => pass,
+            };
             // Checked again after the wait: a judge stopped meanwhile gets
             // no more requests.
             if let Some(reason) = self.stopped() {
@@ -477,7 +525,7 @@ impl Judge {
             .with_jitter();
         let result = attempt
             .retry(policy)
-            .when(|e| matches!(e, AttemptError::Retryable { .. }))
+            .when(|e| matches!(e, AttemptError::Retryable { .. } | AttemptError::Unreachable { .. }))
             .adjust(|e, backoff| {
                 // Stop when the policy says stop; otherwise the server's
                 // own delay, when it gave one, wins (capped).
@@ -521,13 +569,21 @@ impl Judge {
         if exchanged.is_err() {
             self.limiter.unanswered(pass);
         }
+        let url = req.url.split('?').next().unwrap_or_default();
         let received = exchanged.map_err(|e| {
             let message = match e {
                 http::TransportError::Timeout => {
                     format!("judge '{name}': no answer within {} s", self.config.timeout_secs)
                 }
-                http::TransportError::Connection(m) => {
-                    format!("judge '{name}': connection error: {m}")
+                http::TransportError::Unreachable(why) => {
+                    let message = format!("judge '{name}': cannot connect to {url}: {why}");
+                    if !self.said_unreachable.swap(true, Ordering::Relaxed) {
+                        tracing::warn!("{message}; retrying");
+                    }
+                    return AttemptError::Unreachable { message };
+                }
+                http::TransportError::Connection(why) => {
+                    format!("judge '{name}': the connection to {url} broke: {why}")
                 }
                 http::TransportError::TooLarge { limit } => {
                     format!(
@@ -537,6 +593,7 @@ impl Judge {
             };
             AttemptError::Retryable { message, retry_after: None }
         })?;
+        self.answered.store(true, Ordering::Relaxed);
         self.limiter.observe(pass, &received.limits, received.status == 429);
         if (200..300).contains(&received.status) {
             return self.answer(&prompt.rubric_ids, &received.body, Channel::Live);
@@ -545,12 +602,17 @@ impl Judge {
             self.counters.rate_limited.fetch_add(1, Ordering::Relaxed);
         }
         let provider = self.config.provider;
-        let message = format!(
+        let mut message = format!(
             "judge '{name}' ({}): HTTP {}: {}",
             provider.as_str(),
             received.status,
             provider::error_message(&received.body)
         );
+        if let (Some(env), true) =
+            (&self.config.api_key_env, key_refused(received.status, &received.body))
+        {
+            message = format!("the key in {env} is refused: {message}");
+        }
         let class = match (
             provider::classify(provider, received.status, &received.body),
             received.should_retry,
@@ -620,14 +682,21 @@ impl Judge {
                 abstain_all(prompt, message, attempts)
             }
             AttemptError::JudgeDown { message } => {
-                let mut stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
-                if stopped.is_none() {
-                    // Once per judge, however many calls were in flight.
-                    tracing::error!("{message}; no more calls go to judge '{name}' in this run");
-                    *stopped = Some(message.clone());
-                }
+                self.stop(&message);
                 abstain_all(prompt, format!("judge stopped: {message}"), attempts)
             }
+            // Every attempt of a call failed to connect and the endpoint
+            // never answered: it is down or wrong, like a bad key.
+            AttemptError::Unreachable { message } if !self.answered.load(Ordering::Relaxed) => {
+                let message = format!("{message} on all {attempts} attempts");
+                self.stop(&message);
+                abstain_all(prompt, format!("judge stopped: {message}"), attempts)
+            }
+            AttemptError::Unreachable { message } => abstain_all(
+                prompt,
+                format!("judge '{name}' failed after {attempts} attempt(s): {message}"),
+                attempts,
+            ),
             AttemptError::Stopped { reason } => abstain_all(prompt, reason, attempts),
             AttemptError::Retryable { message, .. } => abstain_all(
                 prompt,
@@ -636,6 +705,15 @@ impl Judge {
             ),
         }
     }
+}
+
+/// Whether an error reply says the key itself is refused (not the model
+/// or the access): a 401, or a provider's bad-key code on another status.
+fn key_refused(status: u16, body: &str) -> bool {
+    status == 401
+        || ["API_KEY_INVALID", "invalid_api_key", "authentication_error"]
+            .iter()
+            .any(|code| body.contains(code))
 }
 
 /// A little randomness for lease owner names, without a crate.

@@ -9,6 +9,7 @@
 //! call goes through the cache and the judges' de-duplication).
 
 mod estimate;
+pub mod folder;
 mod judging;
 mod prepare;
 pub mod run;

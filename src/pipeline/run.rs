@@ -2,15 +2,18 @@
 //! folder) and `rejudge` (an earlier run's stored prompts → a new one), on
 //! the one [`Scorer`].
 //!
-//! Owns: batches (memory stays bounded by the batch, not the run), the
-//! views stream, the summary's judge figures, and replacing the results
-//! folder whole. Must never leave a results folder that mixes two runs: a
-//! run writes into a fresh folder beside `--out` and swaps it in at the end.
+//! Owns: checking a run before anything is opened or spent (tasks,
+//! outputs, `--out`: [`ScoreJob::plan`], [`RejudgeJob::plan`]), batches
+//! (memory stays bounded by the batch, not the run), the views stream and
+//! the summary's judge figures. Must never leave a results folder that
+//! mixes two runs: a run writes into a fresh folder beside `--out` and
+//! swaps it in at the end (`folder.rs`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::folder::{self, Staging, Target};
 use super::{Dispatch, OutputSource, Prepared, Progress, Scorer};
 use crate::aggregate::Bootstrap;
 use crate::report::{self, JudgeSummary, Prices, PromptRecord, Summary};
@@ -30,16 +33,6 @@ pub enum Views {
     Skip,
 }
 
-/// What to do when `--out` already holds something that is not a results
-/// folder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replace {
-    /// Replace only an earlier results folder (or an empty one).
-    ResultsOnly,
-    /// Replace whatever is there (`--force`).
-    Anything,
-}
-
 /// Settings of a run besides the scorer.
 pub struct RunSettings {
     /// The results folder, replaced whole when the run ends.
@@ -50,8 +43,6 @@ pub struct RunSettings {
     pub bootstrap: Bootstrap,
     /// Whether views are written.
     pub views: Views,
-    /// What may be replaced at `out`.
-    pub replace: Replace,
     /// The evaluated model's name: seeds the reference's CI.
     pub model: Option<String>,
 }
@@ -93,10 +84,22 @@ pub enum RunError {
     Write { path: PathBuf, source: std::io::Error },
     /// `--out` holds something that is not a results folder.
     #[error(
-        "refusing to replace {path}: it is not empty and not a redjury results folder (no summary.json); choose a new folder, or pass --force"
+        "refusing to write results to {path}: it is not empty and not a redjury results folder (no summary.json), and redjury never replaces files it did not write; choose a new folder"
     )]
     #[allow(missing_docs)]
     Foreign { path: PathBuf },
+    /// `--out` is, or holds, an input of the run.
+    #[error(
+        "refusing to write results to {path}: it holds {input}, an input of this run, which a results folder would replace; choose a folder of its own"
+    )]
+    #[allow(missing_docs)]
+    Protected { path: PathBuf, input: PathBuf },
+    /// No output matches a task, and task-named files lie further down.
+    #[error(
+        "no output under {path} matches a task, but task-named files lie below it: {found}; did you mean --outputs {suggest}?"
+    )]
+    #[allow(missing_docs)]
+    OutputsTooHigh { path: PathBuf, found: String, suggest: PathBuf },
     /// `rejudge --out` names the run being rejudged.
     #[error("--out {path} is the run being rejudged; write the new results to another folder")]
     #[allow(missing_docs)]
@@ -138,56 +141,92 @@ fn store_pending_answers(scorer: &Scorer, out: &Path) -> Result<(), RunError> {
     }
 }
 
-/// The folder a run writes into before it is swapped in as `--out`.
-struct Staging {
-    out: PathBuf,
-    dir: PathBuf,
+/// `redjury score`, checked before anything is opened or spent: the tasks
+/// loaded and validated, the outputs found, `--out` checked. Every error
+/// here is a problem with what was asked, found before any work.
+pub struct ScoreJob {
+    tasks: Vec<Arc<Task>>,
+    outputs: task::Outputs,
+    missing: Vec<String>,
+    target: Target,
 }
 
-impl Staging {
-    fn start(out: &Path, replace: Replace) -> Result<Staging, RunError> {
-        let write = |path: &Path, source| RunError::Write { path: path.to_path_buf(), source };
-        if replace == Replace::ResultsOnly && out.is_dir() && !out.join("summary.json").exists() {
-            let mut entries = std::fs::read_dir(out).map_err(|e| write(out, e))?;
-            if entries.next().is_some() {
-                return Err(RunError::Foreign { path: out.to_path_buf() });
-            }
+impl ScoreJob {
+    /// Loads the tasks under `tasks_dir`, finds their outputs under
+    /// `outputs_dir`, and checks `out`.
+    pub fn plan(tasks_dir: &Path, outputs_dir: &Path, out: &Path) -> Result<ScoreJob, RunError> {
+        let tasks: Vec<Arc<Task>> =
+            super::load_tasks(tasks_dir)?.into_iter().map(Arc::new).collect();
+        let names: Vec<String> = tasks.iter().map(|t| t.name.clone()).collect();
+        let outputs = task::find_outputs(outputs_dir, &names)?;
+        if outputs.found.is_empty() {
+            suggest_outputs(outputs_dir, &names)?;
         }
-        let name = out
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "results".into());
-        let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(|e| write(parent, e))?;
-        let dir = parent.join(format!(".{name}.partial-{}", std::process::id()));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| write(&dir, e))?;
-        }
-        std::fs::create_dir_all(&dir).map_err(|e| write(&dir, e))?;
-        Ok(Staging { out: out.to_path_buf(), dir })
+        let target = folder::check(out, &[tasks_dir, outputs_dir])?;
+        let with_output: HashSet<&str> = outputs.found.iter().map(|o| o.task.as_str()).collect();
+        let missing = names.iter().filter(|n| !with_output.contains(n.as_str())).cloned().collect();
+        Ok(ScoreJob { tasks, outputs, missing, target })
     }
 
-    /// Puts the finished folder in place of `--out`, whole.
-    fn swap(self) -> Result<(), RunError> {
-        let write = |path: &Path, source| RunError::Write { path: path.to_path_buf(), source };
-        let old = self.dir.with_file_name(format!(
-            ".{}.old-{}",
-            self.out.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
-            std::process::id()
-        ));
-        if self.out.exists() {
-            std::fs::rename(&self.out, &old).map_err(|e| write(&self.out, e))?;
+    /// Files and folders in `--out` that redjury did not write, which the
+    /// run keeps.
+    pub fn kept(&self) -> &[PathBuf] {
+        self.target.kept()
+    }
+
+    /// Scores every output found, into the results folder.
+    pub async fn run(
+        self,
+        scorer: &Scorer,
+        settings: &RunSettings,
+        progress: &dyn Progress,
+    ) -> Result<RunReport, RunError> {
+        store_pending_answers(scorer, &settings.out)?;
+        let by_name: BTreeMap<&str, &Arc<Task>> =
+            self.tasks.iter().map(|t| (t.name.as_str(), t)).collect();
+        let work: Vec<(Arc<Task>, PathBuf, String)> = self
+            .outputs
+            .found
+            .iter()
+            .filter_map(|o| {
+                Some(((*by_name.get(o.task.as_str())?).clone(), o.path.clone(), o.trial.clone()))
+            })
+            .collect();
+        let staging = Staging::start(self.target)?;
+        let views = start_views(&staging.dir, settings.views)?;
+        let mut prompts = Vec::new();
+        let chunks: Vec<&[(Arc<Task>, PathBuf, String)]> = work.chunks(BATCH).collect();
+        let rows =
+            judge_chunks(scorer, &settings.prices, chunks.len(), progress, async |i, pass| {
+                let batch: Vec<(Arc<Task>, OutputSource, String)> = chunks[i]
+                    .iter()
+                    .map(|(t, p, trial)| (t.clone(), OutputSource::Path(p.clone()), trial.clone()))
+                    .collect();
+                let prepared = scorer.prepare_all(batch).await;
+                match pass {
+                    Pass::First => record(prepared, views.as_ref(), &mut prompts, &staging.dir),
+                    Pass::Again => Ok(prepared),
+                }
+            })
+            .await?;
+        if let Some(views) = views {
+            views
+                .finish()
+                .map_err(|source| RunError::Write { path: staging.dir.join("views"), source })?;
         }
-        std::fs::rename(&self.dir, &self.out).map_err(|e| write(&self.out, e))?;
-        if old.exists() {
-            std::fs::remove_dir_all(&old).map_err(|e| write(&old, e))?;
-        }
-        Ok(())
+        let outputs = self.outputs;
+        let unmatched = outputs.unmatched.iter().map(|p| p.display().to_string()).collect();
+        let unusable = outputs
+            .unusable
+            .iter()
+            .map(|(p, why)| report::Unusable { path: p.display().to_string(), reason: why.clone() })
+            .collect();
+        let left = Leftovers { missing: self.missing, unmatched, unusable };
+        finish(scorer, settings, staging, rows, prompts, left).await
     }
 }
 
-/// `redjury score`: every output under `outputs_dir` for the tasks under
-/// `tasks_dir`.
+/// `redjury score`: [`ScoreJob::plan`] then [`ScoreJob::run`].
 pub async fn score(
     tasks_dir: &Path,
     outputs_dir: &Path,
@@ -195,50 +234,39 @@ pub async fn score(
     settings: &RunSettings,
     progress: &dyn Progress,
 ) -> Result<RunReport, RunError> {
-    let tasks: Vec<Arc<Task>> = super::load_tasks(tasks_dir)?.into_iter().map(Arc::new).collect();
-    store_pending_answers(scorer, &settings.out)?;
-    let names: Vec<String> = tasks.iter().map(|t| t.name.clone()).collect();
-    let outputs = task::find_outputs(outputs_dir, &names)?;
-    let with_output: HashSet<&str> = outputs.found.iter().map(|o| o.task.as_str()).collect();
-    let missing: Vec<String> =
-        names.iter().filter(|n| !with_output.contains(n.as_str())).cloned().collect();
-    let by_name: BTreeMap<&str, &Arc<Task>> = tasks.iter().map(|t| (t.name.as_str(), t)).collect();
-    let work: Vec<(Arc<Task>, PathBuf, String)> = outputs
-        .found
-        .iter()
-        .filter_map(|o| {
-            Some(((*by_name.get(o.task.as_str())?).clone(), o.path.clone(), o.trial.clone()))
-        })
-        .collect();
-    let staging = Staging::start(&settings.out, settings.replace)?;
-    let views = start_views(&staging.dir, settings.views)?;
-    let mut prompts = Vec::new();
-    let chunks: Vec<&[(Arc<Task>, PathBuf, String)]> = work.chunks(BATCH).collect();
-    let rows = judge_chunks(scorer, &settings.prices, chunks.len(), progress, async |i, pass| {
-        let batch: Vec<(Arc<Task>, OutputSource, String)> = chunks[i]
-            .iter()
-            .map(|(t, p, trial)| (t.clone(), OutputSource::Path(p.clone()), trial.clone()))
-            .collect();
-        let prepared = scorer.prepare_all(batch).await;
-        match pass {
-            Pass::First => record(prepared, views.as_ref(), &mut prompts, &staging.dir),
-            Pass::Again => Ok(prepared),
+    ScoreJob::plan(tasks_dir, outputs_dir, &settings.out)?.run(scorer, settings, progress).await
+}
+
+/// No output matched a task: when task-named files lie one or two levels
+/// below (`--outputs scenarios/outputs` for `scenarios/outputs/strong`),
+/// the run is refused with the folders that hold them.
+fn suggest_outputs(dir: &Path, names: &[String]) -> Result<(), RunError> {
+    let mut found: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.flatten().take(10_000) {
+            let path = entry.path();
+            if path.is_dir() && depth < 2 {
+                stack.push((path, depth + 1));
+                continue;
+            }
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+            let named = stem.is_some_and(|s| names.contains(&s));
+            if named && depth > 0 && task::unusable_reason(&path).is_none() {
+                *found.entry(d.clone()).or_default() += 1;
+            }
         }
-    })
-    .await?;
-    if let Some(views) = views {
-        views
-            .finish()
-            .map_err(|source| RunError::Write { path: staging.dir.join("views"), source })?;
     }
-    let unmatched = outputs.unmatched.iter().map(|p| p.display().to_string()).collect();
-    let unusable = outputs
-        .unusable
-        .iter()
-        .map(|(p, why)| report::Unusable { path: p.display().to_string(), reason: why.clone() })
-        .collect();
-    finish(scorer, settings, staging, rows, prompts, Leftovers { missing, unmatched, unusable })
-        .await
+    let Some((suggest, _)) = found.iter().max_by_key(|(d, n)| (**n, std::cmp::Reverse(*d))) else {
+        return Ok(());
+    };
+    let listed: Vec<String> = found.iter().map(|(d, n)| format!("{} ({n})", d.display())).collect();
+    Err(RunError::OutputsTooHigh {
+        path: dir.to_path_buf(),
+        found: listed.join(", "),
+        suggest: suggest.clone(),
+    })
 }
 
 /// Which time a chunk of outputs is prepared: the first (its prompts and
@@ -347,81 +375,114 @@ fn start_views(dir: &Path, views: Views) -> Result<Option<report::ViewWriter>, R
     }
 }
 
-/// `redjury rejudge`: the prompts an earlier run stored, judged again.
+/// `redjury rejudge`, checked before anything is opened or spent: the
+/// earlier run read, its prompts recorded for every judged row, `--out`
+/// checked (it must not be, or hold, the run being rejudged).
+pub struct RejudgeJob {
+    run_dir: PathBuf,
+    rows: Vec<TaskResult>,
+    old: Summary,
+    by_key: BTreeMap<(String, String), PromptRecord>,
+    target: Target,
+}
+
+impl RejudgeJob {
+    /// Reads the run in `run_dir` and checks `out`.
+    pub fn plan(run_dir: &Path, out: &Path) -> Result<RejudgeJob, RunError> {
+        let same = match (run_dir.canonicalize(), out.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => run_dir == out,
+        };
+        if same {
+            return Err(RunError::SameFolder { path: out.to_path_buf() });
+        }
+        let target = folder::check(out, &[run_dir])?;
+        let (rows, old) = report::load_run(run_dir)?;
+        let by_key: BTreeMap<(String, String), PromptRecord> = report::load_prompts(run_dir)?
+            .into_iter()
+            .map(|p| ((p.task.clone(), p.trial.clone()), p))
+            .collect();
+        let missing: Vec<String> = rows
+            .iter()
+            .filter(|r| r.gate.passed && r.rubrics.iter().any(|x| x.kind == RubricKind::Llm))
+            .filter(|r| !by_key.contains_key(&(r.task.clone(), r.trial.clone())))
+            .map(|r| format!("{} trial {}", r.task, r.trial))
+            .collect();
+        if !missing.is_empty() {
+            return Err(RunError::MissingPrompts {
+                path: run_dir.to_path_buf(),
+                rows: missing.join(", "),
+            });
+        }
+        Ok(RejudgeJob { run_dir: run_dir.to_path_buf(), rows, old, by_key, target })
+    }
+
+    /// Judges the stored prompts again, into the results folder.
+    pub async fn run(
+        self,
+        scorer: &Scorer,
+        settings: &RunSettings,
+        progress: &dyn Progress,
+    ) -> Result<RunReport, RunError> {
+        store_pending_answers(scorer, &settings.out)?;
+        let staging = Staging::start(self.target)?;
+        if settings.views == Views::Write {
+            copy_views(&self.run_dir, &staging.dir)?;
+        }
+        let (run_dir, by_key) = (&self.run_dir, &self.by_key);
+        let mut prompts = Vec::new();
+        let chunks: Vec<&[TaskResult]> = self.rows.chunks(BATCH).collect();
+        let out_rows =
+            judge_chunks(scorer, &settings.prices, chunks.len(), progress, async |i, pass| {
+                let mut items = Vec::with_capacity(chunks[i].len());
+                for row in chunks[i] {
+                    let mut row = row.clone();
+                    row.reopen_judged();
+                    let prompt = match by_key.get(&(row.task.clone(), row.trial.clone())) {
+                        Some(reference) if row.gate.passed => {
+                            Some(reference.resolve(scorer.cache(), run_dir)?)
+                        }
+                        _ => None,
+                    };
+                    if let (Some(p), Pass::First) = (&prompt, pass) {
+                        prompts.push(PromptRecord::of(&row.task, &row.trial, p));
+                    }
+                    items.push(Scorer::reopen(row, prompt));
+                }
+                Ok(items)
+            })
+            .await?;
+        let old = self.old;
+        let left = Leftovers {
+            missing: old.missing,
+            unmatched: old.unmatched_outputs,
+            unusable: old.unusable_outputs,
+        };
+        finish(scorer, settings, staging, out_rows, prompts, left).await
+    }
+}
+
+/// The judges read the same documents: an earlier run's views carry over.
+fn copy_views(run_dir: &Path, into: &Path) -> Result<(), RunError> {
+    let Ok(entries) = std::fs::read_dir(run_dir.join("views")) else { return Ok(()) };
+    let to_dir = into.join("views");
+    std::fs::create_dir_all(&to_dir)
+        .map_err(|source| RunError::Write { path: to_dir.clone(), source })?;
+    for e in entries.flatten() {
+        let to = to_dir.join(e.file_name());
+        std::fs::copy(e.path(), &to).map_err(|source| RunError::Write { path: to, source })?;
+    }
+    Ok(())
+}
+
+/// `redjury rejudge`: [`RejudgeJob::plan`] then [`RejudgeJob::run`].
 pub async fn rejudge(
     run_dir: &Path,
     scorer: &Scorer,
     settings: &RunSettings,
     progress: &dyn Progress,
 ) -> Result<RunReport, RunError> {
-    let same = match (run_dir.canonicalize(), settings.out.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => run_dir == settings.out,
-    };
-    if same {
-        return Err(RunError::SameFolder { path: settings.out.clone() });
-    }
-    let (rows, old) = report::load_run(run_dir)?;
-    store_pending_answers(scorer, &settings.out)?;
-    let records = report::load_prompts(run_dir)?;
-    let by_key: BTreeMap<(String, String), PromptRecord> =
-        records.into_iter().map(|p| ((p.task.clone(), p.trial.clone()), p)).collect();
-    let missing: Vec<String> = rows
-        .iter()
-        .filter(|r| r.gate.passed && r.rubrics.iter().any(|x| x.kind == RubricKind::Llm))
-        .filter(|r| !by_key.contains_key(&(r.task.clone(), r.trial.clone())))
-        .map(|r| format!("{} trial {}", r.task, r.trial))
-        .collect();
-    if !missing.is_empty() {
-        return Err(RunError::MissingPrompts {
-            path: run_dir.to_path_buf(),
-            rows: missing.join(", "),
-        });
-    }
-    let staging = Staging::start(&settings.out, settings.replace)?;
-    // The judges read the same documents: carry the views over.
-    if let (Views::Write, Ok(entries)) = (settings.views, std::fs::read_dir(run_dir.join("views")))
-    {
-        let to_dir = staging.dir.join("views");
-        std::fs::create_dir_all(&to_dir)
-            .map_err(|source| RunError::Write { path: to_dir.clone(), source })?;
-        for e in entries.flatten() {
-            let to = to_dir.join(e.file_name());
-            std::fs::copy(e.path(), &to).map_err(|source| RunError::Write { path: to, source })?;
-        }
-    }
-    let mut prompts = Vec::new();
-    let chunks: Vec<&[TaskResult]> = rows.chunks(BATCH).collect();
-    let out_rows =
-        judge_chunks(scorer, &settings.prices, chunks.len(), progress, async |i, pass| {
-            let mut items = Vec::with_capacity(chunks[i].len());
-            for row in chunks[i] {
-                let mut row = row.clone();
-                row.reopen_judged();
-                let prompt = match by_key.get(&(row.task.clone(), row.trial.clone())) {
-                    Some(reference) if row.gate.passed => {
-                        Some(reference.resolve(scorer.cache(), run_dir)?)
-                    }
-                    _ => None,
-                };
-                if let (Some(p), Pass::First) = (&prompt, pass) {
-                    prompts.push(PromptRecord::of(&row.task, &row.trial, p));
-                }
-                items.push(Scorer::reopen(row, prompt));
-            }
-            Ok(items)
-        })
-        .await?;
-    let unusable = old.unusable_outputs.clone();
-    finish(
-        scorer,
-        settings,
-        staging,
-        out_rows,
-        prompts,
-        Leftovers { missing: old.missing, unmatched: old.unmatched_outputs, unusable },
-    )
-    .await
+    RejudgeJob::plan(run_dir, &settings.out)?.run(scorer, settings, progress).await
 }
 
 /// A run's summary: the figures over `rows` and what the scorer's judges
@@ -550,54 +611,5 @@ fn unstored(scorer: &Scorer, held: usize, out: &Path) -> RunError {
         cache: cache.path().to_path_buf(),
         reason: cache.unstored_reason().unwrap_or_default(),
         kept,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn temp(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("redjury-staging-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp");
-        d
-    }
-
-    #[test]
-    fn a_run_replaces_its_results_folder_whole() {
-        let dir = temp("swap");
-        let out = dir.join("run");
-        std::fs::create_dir_all(out.join("views")).expect("mkdir");
-        std::fs::write(out.join("summary.json"), "{}").expect("write");
-        std::fs::write(out.join("views/stale.md"), "old").expect("write");
-        let staging = Staging::start(&out, Replace::ResultsOnly).expect("starts");
-        assert!(out.join("views/stale.md").exists(), "the old results stay until the swap");
-        std::fs::write(staging.dir.join("summary.json"), "{\"new\": 1}").expect("write");
-        staging.swap().expect("swaps");
-        assert_eq!(
-            std::fs::read_to_string(out.join("summary.json")).ok().as_deref(),
-            Some("{\"new\": 1}")
-        );
-        assert!(!out.join("views").exists());
-        let leftovers: Vec<_> =
-            std::fs::read_dir(&dir).expect("dir").flatten().map(|e| e.file_name()).collect();
-        assert_eq!(leftovers, ["run"], "no partial or old folder is left behind");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn a_folder_of_something_else_is_refused_unless_forced() {
-        let dir = temp("foreign");
-        std::fs::write(dir.join("notes.txt"), "mine").expect("write");
-        assert!(matches!(
-            Staging::start(&dir, Replace::ResultsOnly),
-            Err(RunError::Foreign { .. })
-        ));
-        let empty = dir.join("empty");
-        std::fs::create_dir_all(&empty).expect("mkdir");
-        assert!(Staging::start(&empty, Replace::ResultsOnly).is_ok(), "an empty folder is fine");
-        assert!(Staging::start(&dir, Replace::Anything).is_ok());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -251,6 +251,14 @@ fn problems(out: &mut String, s: &Summary) {
     listed(out, "Incomplete (no reward; never counted as 0)", &s.problems.incomplete);
     listed(out, "Gate failures (reward 0, counted)", &s.problems.gate_failed);
     listed(out, "Required items not met (reward 0, counted)", &s.problems.required_unmet);
+    if !s.problems.pending.is_empty() {
+        let _ = write!(
+            out,
+            "\n#### Pending: no judge was called (a dry run, or no judge has a key) ({})\n\n{}\n",
+            s.problems.pending.len(),
+            s.problems.pending.join(", ")
+        );
+    }
     if !s.missing.is_empty() {
         let _ = write!(
             out,

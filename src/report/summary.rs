@@ -210,6 +210,9 @@ pub struct Problems {
     /// Rows whose reward a required item zeroed.
     #[serde(default)]
     pub required_unmet: BTreeMap<String, Vec<String>>,
+    /// Rows no judge was called for (a dry run, or no judge has a key).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
 }
 
 impl Problems {
@@ -230,7 +233,8 @@ impl Problems {
                 Status::Scored if r.reason.is_some() => {
                     p.required_unmet.entry(why).or_default().push(id)
                 }
-                _ => {}
+                Status::Pending => p.pending.push(id),
+                Status::Scored => {}
             }
         }
         p

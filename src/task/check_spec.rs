@@ -483,7 +483,7 @@ impl PreparedCheck {
         let mut regexes = Vec::new();
         let mut gold = None;
         let mut load_gold = |rel: &str| -> Result<Arc<Document>, CheckSpecError> {
-            let (doc, sha) = load_gold(&base.join(rel))?;
+            let (doc, sha) = load_gold(rel, base)?;
             fingerprint.push_str(&sha);
             Ok(doc)
         };
@@ -643,20 +643,15 @@ fn check_f1(v: f64) -> Result<(), CheckSpecError> {
 }
 
 /// Loads a gold document and the hash of its bytes.
-fn load_gold(path: &Path) -> Result<(Arc<Document>, String), CheckSpecError> {
+fn load_gold(written: &str, base: &Path) -> Result<(Arc<Document>, String), CheckSpecError> {
+    let (path, shown) = super::named_file(written, base);
+    let fail = |message| CheckSpecError::Parameter { param: "gold_docx", message };
     // read_file: a FIFO or a device named as a gold file is refused, not read.
-    let bytes =
-        docx::read_file(path, &docx::Limits::default()).map_err(|e| CheckSpecError::Parameter {
-            param: "gold_docx",
-            message: format!("cannot read {}: {e}", path.display()),
-        })?;
+    let bytes = docx::read_file(&path, &docx::Limits::default())
+        .map_err(|e| fail(format!("{shown}: {}", super::unreadable(&e))))?;
     let sha = crate::hash::sha256_hex_bytes(&bytes);
-    let doc = docx::from_bytes(bytes, docx::Limits::default()).map_err(|e| {
-        CheckSpecError::Parameter {
-            param: "gold_docx",
-            message: format!("{}: {e}", path.display()),
-        }
-    })?;
+    let doc = docx::from_bytes(bytes, docx::Limits::default())
+        .map_err(|e| fail(format!("{shown}: {e}")))?;
     Ok((Arc::new(doc), sha))
 }
 
@@ -685,7 +680,10 @@ mod tests {
                 .starts_with("check parameter `min`")
         );
         let e = err(json!({"type": "accepted_text_equals", "gold_docx": "nope.docx"}));
-        assert!(e.starts_with("check parameter `gold_docx`: cannot read ./nope.docx"), "{e}");
+        assert!(
+            e.starts_with("check parameter `gold_docx`: \"nope.docx\" is nope.docx, resolved from the task file's folder .: No such file"),
+            "{e}"
+        );
         assert!(
             err(json!({"type": "author", "authors": ["A"], "colour": 1}))
                 .contains("unknown field `colour`")

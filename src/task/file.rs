@@ -44,11 +44,13 @@ struct TaskFile {
     output_template: Option<String>,
     #[serde(default)]
     output: Option<String>,
+    #[serde(default)]
+    reference: Option<bool>,
     rubrics: Vec<RubricFile>,
 }
 
 /// The keys a task file may hold: the reference schema's, `input`,
-/// `output`, `output_template` and `$schema`.
+/// `output`, `output_template`, `reference` and `$schema`.
 const TASK_KEYS: &[&str] = &[
     "task_id",
     "scenario_id",
@@ -64,6 +66,7 @@ const TASK_KEYS: &[&str] = &[
     "input",
     "output",
     "output_template",
+    "reference",
     "$schema",
 ];
 
@@ -233,13 +236,27 @@ pub(super) fn from_value(
     let author = problems.take(src.required(&file.author, "author"));
     agrees_with_name(name, &src, turn, input_group.as_deref(), &mut problems);
     let rubrics = rubrics(origin.base, &file.rubrics, &mut problems);
-    let input = file.input.as_deref().map(|i| origin.base.join(i)).or(default_input);
+    let input = file
+        .input
+        .as_deref()
+        .map(|i| {
+            let (path, shown) = super::named_file(i, origin.base);
+            (path, format!("\"input\": {shown}"))
+        })
+        .or_else(|| default_input.map(|p| (p.clone(), format!("input {}", p.display()))));
     let loaded = match &input {
-        Some(p) => problems.take(load_input(p)).map(|(doc, sha)| (Some(doc), Some(sha))),
+        Some((p, shown)) => {
+            problems.take(load_input(p, shown)).map(|(doc, sha)| (Some(doc), Some(sha)))
+        }
         None => Some((None, None)),
     };
-    let template = match file.output_template.as_deref().map(|t| origin.base.join(t)) {
-        Some(p) => problems.take(load_template(&p)).map(Some),
+    let input = input.map(|(p, _)| p);
+    let template = match file.output_template.as_deref() {
+        Some(t) => {
+            let (p, shown) = super::named_file(t, origin.base);
+            let shown = format!("\"output_template\": {shown}");
+            problems.take(load_template(&p, &shown)).map(Some)
+        }
         None => Some(None),
     };
     let output = problems.take(output_kind(&file, &rubrics));
@@ -296,6 +313,7 @@ pub(super) fn from_value(
         output_template,
         output,
         reference_breaks: Vec::new(),
+        follows_reference: file.reference.unwrap_or(true),
     };
     let breaks =
         super::reference::broken_rules(&task, &file.task_id, &file.scenario_id, &file.level);
@@ -479,24 +497,23 @@ fn category(c: Option<&str>) -> String {
 
 /// The task's input document, parsed, and the hash of its bytes: the gate
 /// and the scope check compare an output with it.
-fn load_input(input: &Path) -> Result<(Arc<crate::docx::Document>, String), String> {
+fn load_input(input: &Path, shown: &str) -> Result<(Arc<crate::docx::Document>, String), String> {
     let limits = crate::docx::Limits::default();
     let bytes = crate::docx::read_file(input, &limits)
-        .map_err(|e| format!("input {}: {e}", input.display()))?;
-    parse_input(bytes, &input.display().to_string())
+        .map_err(|e| format!("{shown}: {}", super::unreadable(&e)))?;
+    parse_input(bytes, shown)
 }
 
 /// Reads the spreadsheet an output is filled in from.
-fn load_template(path: &Path) -> Result<Arc<crate::xlsx::Workbook>, String> {
+fn load_template(path: &Path, shown: &str) -> Result<Arc<crate::xlsx::Workbook>, String> {
     if path.extension().is_none_or(|e| !e.eq_ignore_ascii_case("xlsx")) {
-        return Err(format!(
-            "output_template {}: name the .xlsx the output is filled in from",
-            path.display()
-        ));
+        return Err(format!("{shown}: name the .xlsx the output is filled in from"));
     }
-    crate::xlsx::load(path)
+    let bytes = crate::docx::read_file(path, &crate::docx::Limits::default())
+        .map_err(|e| format!("{shown}: {}", super::unreadable(&e)))?;
+    crate::xlsx::from_bytes(bytes, crate::docx::Limits::default())
         .map(Arc::new)
-        .map_err(|e| format!("output_template {}: {e}", path.display()))
+        .map_err(|e| format!("{shown}: {e}"))
 }
 
 /// Parses an input document's bytes; `shown` names it in errors.

@@ -29,6 +29,10 @@ pub enum TaskError {
     /// A task file (or an output) is not valid; the message lists every problem.
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    /// The folder named for tasks (or outputs) does not exist.
+    #[error("{what} {path}: no such folder (paths are relative to the current folder, {here})")]
+    #[allow(missing_docs)]
+    NoFolder { what: &'static str, path: PathBuf, here: String },
     /// The folder holds no task.
     #[error(
         "{dir}: no task files found (expected rubrics/<task>.json files or Harbor task folders with tests/rubrics.json)"
@@ -40,6 +44,14 @@ pub enum TaskError {
     /// Several task files are invalid: each is listed.
     #[error("{} task files are invalid:\n{}", .0.len(), .0.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
     Several(Vec<TaskError>),
+}
+
+impl TaskError {
+    /// `path`, named by the flag `what`, is not there.
+    pub fn no_folder(what: &'static str, path: &Path) -> TaskError {
+        let here = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+        TaskError::NoFolder { what, path: path.to_path_buf(), here }
+    }
 }
 
 /// Which side a task represents.
@@ -125,6 +137,42 @@ impl OutputKind {
     }
 }
 
+/// A file a task names (`"input"`, `"output_template"`, `"gold_docx"`),
+/// relative to the task file's folder `base`: its path, and how to name it
+/// in an error — the path as written and where it resolved, so that a task
+/// folder copied elsewhere says which relative path broke and why.
+pub fn named_file(written: &str, base: &Path) -> (PathBuf, String) {
+    let joined = base.join(written);
+    let mut resolved = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                resolved.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => resolved.push(other),
+        }
+    }
+    let shown = if Path::new(written).is_absolute() {
+        format!("{written:?}")
+    } else {
+        format!(
+            "{written:?} is {}, resolved from the task file's folder {}",
+            resolved.display(),
+            base.display()
+        )
+    };
+    (resolved, shown)
+}
+
+/// The reason a named file could not be read, without repeating its path.
+pub fn unreadable(e: &crate::docx::DocxError) -> String {
+    match e {
+        crate::docx::DocxError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// Checks that a task or trial name read from a file or a request is a
 /// plain name, one that may become part of a file name (`views/<name>.md`)
 /// and be shown as it is: 1 to 200 characters, no path separator, not `.`
@@ -197,6 +245,10 @@ pub struct Task {
     /// (it still loads; [`load_tasks`] warns once per rule).
     #[serde(skip)]
     pub reference_breaks: Vec<String>,
+    /// False when the task says it knowingly leaves the reference schema
+    /// (`"reference": false`): its breaks are not warned about.
+    #[serde(skip)]
+    pub follows_reference: bool,
 }
 
 impl Task {
@@ -232,6 +284,7 @@ impl Task {
             output_template: None,
             output: OutputKind::Redline,
             reference_breaks: Vec::new(),
+            follows_reference: true,
         }
     }
 
@@ -332,6 +385,9 @@ pub fn load_tasks(dir: &Path) -> Result<Vec<Task>, TaskError> {
         warn_about_category_spellings(&tasks);
         return Ok(tasks);
     }
+    if !dir.exists() {
+        return Err(TaskError::no_folder("--tasks", dir));
+    }
     let entries = std::fs::read_dir(dir)
         .map_err(|source| TaskError::Io { path: dir.to_path_buf(), source })?;
     let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
@@ -367,7 +423,7 @@ pub fn load_tasks(dir: &Path) -> Result<Vec<Task>, TaskError> {
 /// bundled example) says so once, not once per file.
 fn warn_about_reference_rules(tasks: &[Task]) {
     let mut by_rule: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for t in tasks {
+    for t in tasks.iter().filter(|t| t.follows_reference) {
         for rule in &t.reference_breaks {
             by_rule.entry(rule.as_str()).or_default().push(t.name.as_str());
         }

@@ -63,6 +63,9 @@ fn task_stem<'a>(name: &'a str, known: &HashSet<&str>) -> Option<&'a str> {
 /// `<task>/<trial>/contract.docx`, and Harbor job folders whose trials hold
 /// `artifacts/contract.docx` or `artifacts/app/contract.docx`.
 pub fn find_outputs(dir: &Path, task_names: &[String]) -> Result<Outputs, TaskError> {
+    if !dir.exists() {
+        return Err(TaskError::no_folder("--outputs", dir));
+    }
     let known: HashSet<&str> = task_names.iter().map(String::as_str).collect();
     let mut out = Outputs::default();
     let read = |d: &Path| -> Result<Vec<PathBuf>, TaskError> {
