@@ -152,9 +152,9 @@ async fn the_report_holds_every_task_and_the_summarys_figures_and_fetches_nothin
 }
 
 /// Tags the view may produce, and nothing else.
-const VIEW_TAGS: [&str; 17] = [
-    "div", "span", "ins", "del", "sup", "a", "aside", "table", "tr", "th", "td", "h2", "h3", "p",
-    "b", "/", "!",
+const VIEW_TAGS: [&str; 19] = [
+    "div", "span", "ins", "del", "sup", "a", "aside", "table", "thead", "tbody", "tr", "th", "td",
+    "h2", "h3", "p", "b", "/", "!",
 ];
 
 fn assert_only_view_markup(html: &str) {
@@ -280,5 +280,145 @@ async fn the_report_works_in_a_real_browser() {
     .unwrap();
     let png = std::fs::read(&shot).expect("a screenshot");
     assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "{} bytes", png.len());
-    if std::env::var_os("REDJURY_KEEP_REPORT").is_none() {}
+    if let Some(keep) = std::env::var_os("REDJURY_KEEP_REPORT") {
+        std::fs::copy(&file, keep).unwrap();
+    }
+}
+
+/// What the layout of the page must hold, checked in the page: nothing
+/// scrolls the page sideways, every plot label lies inside its plot,
+/// nothing sticks out of a container that cuts it off, the numbers tables
+/// name their rows in words, the plots' values show four places, the task
+/// table shows the tasks. Returns the problems found.
+const LAYOUT: &str = r##"(() => {
+  const problems = [];
+  const width = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth > width + 1)
+    problems.push(`the page scrolls sideways: ${document.documentElement.scrollWidth} > ${width}`);
+  for (const d of document.querySelectorAll("details")) d.open = true;
+  for (const svg of document.querySelectorAll("svg.plot")) {
+    const box = svg.getBoundingClientRect();
+    for (const t of svg.querySelectorAll("text")) {
+      const r = t.getBoundingClientRect();
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+        problems.push(`plot label "${t.textContent}" is cut (${svg.getAttribute("aria-label")})`);
+    }
+    for (const t of svg.querySelectorAll("text.value"))
+      if (!/^\d\.\d{4}$/.test(t.textContent)) problems.push(`plot value "${t.textContent}" does not show four places`);
+  }
+  const cut = (e) => {
+    for (let a = e.parentElement; a; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if (o === "auto" || o === "scroll") return null;
+      if (o !== "visible") return a.getBoundingClientRect().right;
+    }
+    return width;
+  };
+  for (const e of document.querySelectorAll("main td, main th, main dt, main dd, main li, main p, main h2, main h3, main figcaption, main summary, main label, main button, header h1, nav a")) {
+    if (e.offsetParent === null) continue;
+    const right = cut(e);
+    if (right !== null && e.getBoundingClientRect().right > right + 1)
+      problems.push(`<${e.tagName.toLowerCase()}> "${e.textContent.slice(0, 40)}" sticks out of its container`);
+  }
+  for (const t of document.querySelectorAll("table[data-breakdown] th, table[data-breakdown] td"))
+    if (/^[a-z]+(_[a-z]+)+$/.test(t.textContent.trim())) problems.push(`a numbers table shows the raw key "${t.textContent}"`);
+  for (const td of document.querySelectorAll("#tasks-table td"))
+    if (td.textContent.includes("[object")) { problems.push("the task table shows objects, not values"); break; }
+  return problems;
+})()"##;
+
+/// The same in a task's detail, opened on a task with a penalty rubric
+/// that passed: justifications readable and clear of the document, a
+/// penalty that passed shown as bad, the revision summary a table.
+const DETAIL: &str = r##"(async () => {
+  const problems = [];
+  let i = state.rows.findIndex((r) => r.rubrics.some((x) => x.w < 0 && x.v === "PASS"));
+  if (i < 0) { problems.push("no row with a penalty that passed to look at"); i = 0; }
+  await openTask(i);
+  const detail = document.getElementById("detail");
+  for (const j of detail.querySelectorAll("td.just"))
+    if (j.getBoundingClientRect().width < 200) problems.push(`a justification column is ${Math.round(j.getBoundingClientRect().width)} px wide`);
+  const a = detail.querySelector(".rubrics-box").getBoundingClientRect();
+  const b = detail.querySelector(".view-box").getBoundingClientRect();
+  if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) problems.push("the rubric table and the document overlap");
+  const bad = getComputedStyle(document.querySelector("td.v-FAIL:not(.penalty)") || detail).color;
+  for (const c of detail.querySelectorAll("td.v-PASS.penalty"))
+    if (getComputedStyle(c).color !== bad) problems.push("a penalty that passed is not shown as bad");
+  if (detail.querySelectorAll("td.v-PASS.penalty").length === 0) problems.push("no penalty that passed is shown");
+  if (!detail.querySelector(".view-box table.revision-summary th")) problems.push("the revision summary is not a table");
+  return problems;
+})()"##;
+
+/// The page laid out at a laptop's width and a phone's, in a real
+/// Chromium: category names, heatmap labels, the task detail and the
+/// numbers tables were cut or unreadable at 1400 px. Screenshots are kept
+/// in target/screenshots/ (CI's artefacts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_lays_out_at_a_laptop_and_a_phone_width() {
+    let Some(path) = chromium("the_report_lays_out_at_a_laptop_and_a_phone_width") else { return };
+    let (dir, a, _) = runs("html-layout").await;
+    let file = dir.join("report.html");
+    let (code, out, err) =
+        redjury(args(&["report", &shown(&a), "--html", &shown(&file)]), false).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let shots = root().join("target/screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    tokio::task::spawn_blocking(move || {
+        let mut browser = crate::common::browser::Browser::launch(&path);
+        for (name, width, height) in [("laptop", 1400, 900), ("phone", 390, 844)] {
+            browser.open(&format!("file://{}", file.display()), width, height);
+            let mut problems: Vec<Value> =
+                browser.eval(LAYOUT).as_array().cloned().unwrap_or_default();
+            browser.screenshot(&shots.join(format!("report-{name}.png")));
+            problems.extend(browser.eval(DETAIL).as_array().cloned().unwrap_or_default());
+            problems.extend(browser.eval(LAYOUT).as_array().cloned().unwrap_or_default());
+            browser.screenshot(&shots.join(format!("report-{name}-task.png")));
+            assert!(problems.is_empty(), "at {width} px: {problems:#?}");
+        }
+    })
+    .await
+    .unwrap();
+}
+
+/// A dry run's report never said "dry run", showed no cost estimate, and
+/// its headline (0.8375) covered only the 2 check-only tasks without
+/// saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_runs_report_says_so_and_what_its_headline_covers() {
+    let dir = temp_dir("html-dry");
+    let run = dir.join("run");
+    let a = args(&[
+        "score",
+        "--tasks",
+        "rubrics",
+        "--outputs",
+        "scenarios/outputs/strong",
+        "--out",
+        &shown(&run),
+        "--cache",
+        &shown(&dir.join("c.sqlite")),
+        "--dry-run",
+        "--quiet",
+    ]);
+    let (code, out, err) = redjury(a, false).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = redjury(args(&["report", &shown(&run), "--html"]), false).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("<b>Dry run:</b> no judge was called"), "labelled at the top");
+    let banner = html.split("dry-run").nth(1).unwrap_or("");
+    for judge in ["gpt-5.4-mini", "claude-haiku-4-5", "gemini-3.1-flash-lite"] {
+        assert!(
+            banner.contains(&format!("<tr><td>{judge}</td><td class=\"num\">13</td>")),
+            "{judge}'s estimate"
+        );
+    }
+    assert!(
+        html.contains("turn-weighted reward (headline) — over 2 of 15 results only"),
+        "what the headline covers"
+    );
+}
+
+fn shown(path: &Path) -> String {
+    path.display().to_string()
 }

@@ -193,6 +193,7 @@ pub fn synthetic_contract(sections: usize, note: &str) -> Vec<u8> {
 
 pub mod alloc;
 pub mod batch_mock;
+pub mod browser;
 pub mod e2e;
 pub mod mock;
 pub mod served;

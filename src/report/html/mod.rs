@@ -263,19 +263,28 @@ fn figure(out: &mut String, key: &str, label: &str, value: Option<f64>, note: &s
 fn overview(out: &mut String, s: &Summary) {
     let c = &s.counts;
     out.push_str("<section id=\"overview\" aria-labelledby=\"h-overview\"><h2 id=\"h-overview\">Overview</h2>");
+    dry_run(out, s);
     let counted = s.counted();
+    let over = if counted < c.results {
+        format!(" — over {counted} of {} results only", c.results)
+    } else {
+        String::new()
+    };
     if counted < c.results || c.missing_outputs > 0 {
         let _ = write!(
             out,
-            "<p class=\"banner\" role=\"note\">Figures over {counted} of {} results: {} incomplete, {} pending; {} tasks without an output.</p>",
-            c.results, c.incomplete, c.pending, c.missing_outputs
+            "<p class=\"banner\" role=\"note\">Figures over {counted} of {} results: {} incomplete, {} pending; {} without an output.</p>",
+            c.results,
+            c.incomplete,
+            c.pending,
+            crate::report::markdown::plural(c.missing_outputs, "task", "tasks")
         );
     }
     out.push_str("<dl class=\"headline\">");
     figure(
         out,
         "turn_weighted",
-        "turn-weighted reward (headline)",
+        &format!("turn-weighted reward (headline){over}"),
         s.figures.turn_weighted,
         &format!("95% CI {} (reference), {} (groups)", ci(s.ci95), ci(s.ci95_groups)),
     );
@@ -291,17 +300,17 @@ fn overview(out: &mut String, s: &Summary) {
     out.push_str("<div class=\"plots\">");
     let f = &s.figures;
     for (title, key, values, intervals) in [
-        ("By turn", "by_turn", &f.by_turn, &cis.by_turn),
-        ("By side", "by_side", &f.by_side, &cis.by_side),
-        ("By scenario", "by_scenario", &f.by_scenario, &cis.by_scenario),
+        (("By turn", "turn"), "by_turn", &f.by_turn, &cis.by_turn),
+        (("By side", "side"), "by_side", &f.by_side, &cis.by_side),
+        (("By scenario", "scenario"), "by_scenario", &f.by_scenario, &cis.by_scenario),
         (
-            "By (scenario, turn) cell",
+            ("By (scenario, turn) cell", "(scenario, turn) cell"),
             "by_scenario_turn",
             &f.by_scenario_turn,
             &cis.by_scenario_turn,
         ),
         (
-            "By category (share of weight graded correct)",
+            ("By category (share of weight graded correct)", "category"),
             "by_category",
             &f.by_category,
             &cis.by_category,
@@ -312,6 +321,27 @@ fn overview(out: &mut String, s: &Summary) {
     out.push_str("</div>");
     usage(out, s);
     out.push_str("</section>");
+}
+
+/// A dry run says so first, with what the judges would have cost.
+fn dry_run(out: &mut String, s: &Summary) {
+    if !s.dry_run {
+        return;
+    }
+    out.push_str("<div class=\"banner dry-run\" role=\"note\"><p><b>Dry run:</b> no judge was called; judged rubrics are pending, and the figures cover only the rows that need no judge. What the judges would be asked, at most:</p><table><thead><tr><th scope=\"col\">judge</th><th scope=\"col\" class=\"num\">calls</th><th scope=\"col\" class=\"num\">of which cached</th><th scope=\"col\" class=\"num\">input tokens</th><th scope=\"col\" class=\"num\">cost (USD, at most)</th></tr></thead><tbody>");
+    for (name, j) in &s.judges {
+        let Some(e) = &j.estimate else { continue };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            escape(name),
+            e.calls,
+            e.cached_calls,
+            e.input_tokens,
+            e.max_cost_usd.map(|c| format!("{c:.2}")).unwrap_or_else(|| "no price".into())
+        );
+    }
+    out.push_str("</tbody></table></div>");
 }
 
 fn problems(out: &mut String, s: &Summary) {
@@ -325,15 +355,19 @@ fn problems(out: &mut String, s: &Summary) {
         let mut top: Vec<(&String, &Vec<String>)> = groups.iter().collect();
         top.sort_by_key(|(_, rows)| std::cmp::Reverse(rows.len()));
         for (reason, rows) in top.iter().take(10) {
-            let _ = write!(out, "<li>{} rows — {}</li>", rows.len(), escape(reason));
+            let n = crate::report::markdown::plural(rows.len(), "row", "rows");
+            let _ = write!(out, "<li>{n} — {}</li>", escape(reason));
         }
         out.push_str("</ul>");
     }
 }
 
+/// A breakdown's plot and, folded under it, its numbers. `title` is the
+/// plot's caption and the table's first column's heading; `key` (the
+/// summary's field) only marks the table for programs.
 fn plot(
     out: &mut String,
-    title: &str,
+    (title, column): (&str, &str),
     key: &str,
     values: &BTreeMap<String, f64>,
     cis: &BTreeMap<String, [f64; 2]>,
@@ -348,7 +382,7 @@ fn plot(
         "<figure><figcaption>{}</figcaption>{}<details><summary>Numbers</summary><table data-breakdown=\"{key}\"><thead><tr><th scope=\"col\">{}</th><th scope=\"col\" class=\"num\">value</th><th scope=\"col\">95% CI (groups)</th></tr></thead><tbody>",
         escape(title),
         svg::bars(title, &items),
-        escape(key)
+        escape(column)
     );
     for (k, v, c) in &items {
         let _ = write!(

@@ -20,7 +20,7 @@ async function unpack(b64) {
 
 // Bidirectional formatting characters can make one id read as another
 // (a task name reversed on screen): they are shown as their code points.
-function visible(v) {
+function readable(v) {
   return typeof v === "string"
     ? v.replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => "\u27e6U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e7")
     : v;
@@ -29,9 +29,9 @@ function visible(v) {
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") e.className = v; else if (k === "text") e.textContent = visible(v); else e.setAttribute(k, v);
+    if (k === "class") e.className = v; else if (k === "text") e.textContent = readable(v); else e.setAttribute(k, v);
   }
-  for (const c of children) e.append(typeof c === "string" ? visible(c) : c);
+  for (const c of children) e.append(typeof c === "string" ? readable(c) : c);
   return e;
 }
 
@@ -92,17 +92,22 @@ function renderTable(reset) {
   if (!document.body.dataset.renderedMs) document.body.dataset.renderedMs = String(Math.round(performance.now()));
 }
 
-function verdictCell(v) {
-  return el("td", { class: v ? "v-" + v : "muted", text: v || "—" });
+// A penalty item's PASS means the undesirable edit is there: it is shown
+// as bad, and its FAIL as good.
+function verdictCell(v, penalty) {
+  const cls = v ? "v-" + v + (penalty ? " penalty" : "") : "muted";
+  const cell = el("td", { class: cls, text: v || "—" });
+  if (penalty && v) cell.title = v === "PASS" ? "penalty triggered: the undesirable edit is present" : "penalty not triggered";
+  return cell;
 }
 
 async function openTask(i) {
   const r = state.rows[i];
   const detail = document.getElementById("detail");
   detail.hidden = false;
-  detail.querySelector("h3").textContent = visible(r.task + " · trial " + r.trial + " · " + r.status.replace("_", " ") + " · reward " + fmt(r.reward));
+  detail.querySelector("h3").textContent = readable(r.task + " · trial " + r.trial + " · " + r.status.replace("_", " ") + " · reward " + fmt(r.reward));
   const info = detail.querySelector(".info");
-  info.textContent = visible((r.gate ? "Gate: " + r.gate + ". " : "") + (r.reason ? "Why: " + r.reason : ""));
+  info.textContent = readable((r.gate ? "Gate: " + r.gate + ". " : "") + (r.reason ? "Why: " + r.reason : ""));
   const judges = state.judges;
   const head = el("tr", {}, el("th", { text: "rubric" }), el("th", { class: "num", text: "weight" }), el("th", { text: "category" }), el("th", { text: "panel" }),
     ...judges.map((j) => el("th", { text: j })), el("th", { text: "justifications and abstentions" }));
@@ -113,7 +118,7 @@ async function openTask(i) {
     for (const j of Object.keys(x.just || {})) notes.append(el("div", { text: j + ": " + x.just[j] }));
     for (const j of Object.keys(x.abst || {})) notes.append(el("div", { text: j + " abstained: " + x.abst[j] }));
     tbody.append(el("tr", {}, el("td", { text: x.id + (x.kind === "check" ? " (check)" : "") + (x.req ? " (required)" : "") }), el("td", { class: "num", text: String(x.w) }),
-      el("td", { text: x.cat }), verdictCell(x.v), ...judges.map((j) => verdictCell(x.kind === "check" ? (x.votes || {}).check : (x.votes || {})[j])), notes));
+      el("td", { text: x.cat }), verdictCell(x.v, x.w < 0), ...judges.map((j) => verdictCell(x.kind === "check" ? (x.votes || {}).check : (x.votes || {})[j], x.w < 0)), notes));
   }
   table.append(tbody);
   const rubrics = detail.querySelector(".rubrics-box");

@@ -9,15 +9,29 @@ use std::fmt::Write;
 
 use super::escape;
 
-/// A horizontal bar per item, 0..1 axis, with its interval when known.
-pub fn bars(title: &str, items: &[(String, f64, Option<[f64; 2]>)]) -> String {
-    let (label_w, plot_w, row_h) = (170.0, 360.0, 26.0);
-    let height = 30.0 + row_h * items.len() as f64;
-    let width = label_w + plot_w + 70.0;
-    let mut out = format!(
-        r#"<svg class="plot" role="img" aria-label="{t}" viewBox="0 0 {width} {height}" width="{width}" height="{height}"><title>{t}</title>"#,
+/// Width a label takes at the plots' 12 px font, generously: every label
+/// must fit inside its plot (a cut category name reads as another).
+fn text_width(s: &str) -> f64 {
+    s.chars().count() as f64 * 7.2 + 6.0
+}
+
+/// The opening tag: drawn at its own size, never wider than the page (it
+/// scales down, labels and all, on a phone).
+fn open(title: &str, width: f64, height: f64) -> String {
+    format!(
+        r#"<svg class="plot" role="img" aria-label="{t}" viewBox="0 0 {width:.0} {height:.0}" width="{width:.0}" height="{height:.0}" style="max-width:100%;height:auto"><title>{t}</title>"#,
         t = escape(title)
-    );
+    )
+}
+
+/// A horizontal bar per item, 0..1 axis, with its interval when known.
+/// Values show four places, as the tables beside them do.
+pub fn bars(title: &str, items: &[(String, f64, Option<[f64; 2]>)]) -> String {
+    let longest = items.iter().map(|(l, ..)| text_width(l)).fold(40.0, f64::max);
+    let (label_w, plot_w, row_h) = (longest + 10.0, 360.0, 26.0);
+    let height = 30.0 + row_h * items.len() as f64;
+    let width = label_w + plot_w + 60.0;
+    let mut out = open(title, width, height);
     for tick in [0.0, 0.25, 0.5, 0.75, 1.0] {
         let x = label_w + tick * plot_w;
         let _ = write!(
@@ -54,8 +68,8 @@ pub fn bars(title: &str, items: &[(String, f64, Option<[f64; 2]>)]) -> String {
         }
         let _ = write!(
             out,
-            r#"<text class="value" x="{}" y="{}">{value:.3}</text>"#,
-            label_w + plot_w + 8.0,
+            r#"<text class="value" x="{}" y="{}">{value:.4}</text>"#,
+            label_w + plot_w + 6.0,
             y + 14.0
         );
     }
@@ -63,29 +77,33 @@ pub fn bars(title: &str, items: &[(String, f64, Option<[f64; 2]>)]) -> String {
     out
 }
 
-/// A square heatmap of values in 0..1 (`None` cells blank).
+/// A square heatmap of values in 0..1 (`None` cells blank): row labels on
+/// the left, centred on their rows; column labels above, slanted up and
+/// to the right from their columns, with room for the longest.
 pub fn heatmap(title: &str, labels: &[String], cells: &[Vec<Option<f64>>]) -> String {
-    let (label_w, cell) = (130.0, 56.0);
+    let longest = labels.iter().map(|l| text_width(l)).fold(20.0, f64::max);
+    let cell = 56.0;
     let n = labels.len() as f64;
-    let (width, height) = (label_w + cell * n + 10.0, label_w + cell * n + 10.0);
-    let mut out = format!(
-        r#"<svg class="plot" role="img" aria-label="{t}" viewBox="0 0 {width} {height}" width="{width}" height="{height}"><title>{t}</title>"#,
-        t = escape(title)
-    );
+    // A label slanted at 45° rises and runs its length × 0.71.
+    let slant = longest * std::f64::consts::FRAC_1_SQRT_2;
+    let (left, top) = (longest + 12.0, slant + 16.0);
+    let (width, height) = (left + cell * n + slant + 8.0, top + cell * n + 8.0);
+    let mut out = open(title, width, height);
     for (i, l) in labels.iter().enumerate() {
-        let c = label_w + cell * i as f64 + cell / 2.0;
+        let middle = cell * i as f64 + cell / 2.0;
+        let (row_y, col_x) = (top + middle + 4.0, left + middle);
         let _ = write!(
             out,
-            r#"<text class="label" x="{}" y="{c}" text-anchor="end">{l}</text><text class="label" x="{c}" y="{}" text-anchor="start" transform="rotate(-45 {c} {})">{l}</text>"#,
-            label_w - 8.0,
-            label_w - 8.0,
-            label_w - 8.0,
+            r#"<text class="label row-label" x="{:.1}" y="{row_y:.1}" text-anchor="end">{l}</text><text class="label col-label" x="{col_x:.1}" y="{:.1}" text-anchor="start" transform="rotate(-45 {col_x:.1} {:.1})">{l}</text>"#,
+            left - 8.0,
+            top - 6.0,
+            top - 6.0,
             l = escape(l)
         );
     }
     for (i, row) in cells.iter().enumerate() {
         for (j, v) in row.iter().enumerate() {
-            let (x, y) = (label_w + cell * j as f64, label_w + cell * i as f64 - cell / 2.0);
+            let (x, y) = (left + cell * j as f64, top + cell * i as f64);
             let Some(v) = v else { continue };
             // Lighter is lower agreement; the number is printed on the cell.
             let lightness = 95.0 - 55.0 * v.clamp(0.0, 1.0);
@@ -110,11 +128,12 @@ pub fn heatmap(title: &str, labels: &[String], cells: &[Vec<Option<f64>>]) -> St
 pub fn scatter(title: &str, points: &[(String, f64, f64)]) -> String {
     let (pad, size) = (40.0, 360.0);
     let total = size + 2.0 * pad;
-    let mut out = format!(
-        r#"<svg class="plot" role="img" aria-label="{t}" viewBox="0 0 {total} {total}" width="{total}" height="{total}"><title>{t}</title><rect class="frame" x="{pad}" y="{pad}" width="{size}" height="{size}"/><line class="grid" x1="{pad}" y1="{}" x2="{}" y2="{pad}"/>"#,
+    let mut out = open(title, total, total);
+    let _ = write!(
+        out,
+        r#"<rect class="frame" x="{pad}" y="{pad}" width="{size}" height="{size}"/><line class="grid" x1="{pad}" y1="{}" x2="{}" y2="{pad}"/>"#,
         pad + size,
         pad + size,
-        t = escape(title)
     );
     let _ = write!(
         out,

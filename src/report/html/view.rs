@@ -204,12 +204,17 @@ pub fn to_html(text: &str) -> String {
     let mut out = String::from(r#"<div class="doc">"#);
     let mut section = "";
     let mut table_open = false;
+    let mut summary_open = false;
     for line in text.lines() {
         let is_row =
             split_id(line).is_some_and(|(id, rest)| id.contains(".r") && rest.starts_with('|'));
         if table_open && !is_row {
             out.push_str("</table>");
             table_open = false;
+        }
+        if section == "summary" && !line.starts_with('|') && summary_open {
+            out.push_str("</tbody></table>");
+            summary_open = false;
         }
         if let Some(h) = line.strip_prefix("## ") {
             section = if h.starts_with("Comments") {
@@ -232,7 +237,7 @@ pub fn to_html(text: &str) -> String {
             continue;
         }
         if section == "summary" {
-            summary_row(line, &mut out);
+            summary_row(line, &mut out, &mut summary_open);
             continue;
         }
         let (spans, _) = parse(line, None);
@@ -276,6 +281,9 @@ pub fn to_html(text: &str) -> String {
     if table_open {
         out.push_str("</table>");
     }
+    if summary_open {
+        out.push_str("</tbody></table>");
+    }
     legend(&palette, &mut out);
     out.push_str("</div>");
     out
@@ -311,15 +319,33 @@ fn split_cells(row: &str) -> Vec<&str> {
     cells
 }
 
-fn summary_row(line: &str, out: &mut String) {
+/// One line of the revision summary: its table (the header row opens
+/// it) or a line of text. It was a row of bare spans that read as one run
+/// of words.
+fn summary_row(line: &str, out: &mut String, open: &mut bool) {
     if line.starts_with("|---") {
         return;
     }
-    out.push_str(r#"<div class="summary-row">"#);
-    for cell in split_cells(line) {
-        let _ = write!(out, "<span>{}</span>", escape(cell));
+    if !line.starts_with('|') {
+        let _ = write!(out, "<p>{}</p>", escape(line));
+        return;
     }
-    out.push_str("</div>");
+    let cells = split_cells(line);
+    if !*open {
+        out.push_str(r#"<table class="revision-summary"><thead><tr>"#);
+        for cell in cells {
+            let _ = write!(out, r#"<th scope="col">{}</th>"#, escape(cell));
+        }
+        out.push_str("</tr></thead><tbody>");
+        *open = true;
+        return;
+    }
+    out.push_str("<tr>");
+    for (i, cell) in cells.into_iter().enumerate() {
+        let class = if i == 0 { "" } else { r#" class="num""# };
+        let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+    }
+    out.push_str("</tr>");
 }
 
 /// The Comments appendix: id → the comment as margin HTML.
