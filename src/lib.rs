@@ -35,12 +35,12 @@
 
 #![forbid(unsafe_code)]
 
+pub use redjury_readers::{calendar, docx, xlsx};
+
 pub mod aggregate;
 pub mod cache;
-pub mod calendar;
 pub mod calibrate;
 pub mod check;
-pub mod docx;
 pub mod hash;
 pub mod judge;
 pub mod panel;
@@ -52,7 +52,6 @@ pub mod serve;
 pub mod task;
 pub mod verdict;
 pub mod view;
-pub mod xlsx;
 
 pub use judge::config::PanelConfig;
 pub use pipeline::load_tasks;

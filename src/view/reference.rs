@@ -98,22 +98,20 @@ mod tests {
             Inline::Text(Span { text: "150%".into(), inserted: Some(1), ..Default::default() }),
             Inline::CommentEnd { id: "2".into() },
         ];
-        let doc = Document {
-            body: vec![Block::Paragraph(p)],
-            comments: vec![Comment {
-                id: "2".into(),
-                author: Some("Buyer".into()),
-                initials: None,
-                date: None,
-                text: "Too low.".into(),
-                anchor: String::new(),
-                parent: None,
-                resolved: false,
-                anchored: true,
-                last_para_id: None,
-            }],
-            ..Default::default()
-        };
+        let mut doc = Document::default();
+        doc.body = vec![Block::Paragraph(p)];
+        doc.comments = vec![Comment {
+            id: "2".into(),
+            author: Some("Buyer".into()),
+            initials: None,
+            date: None,
+            text: "Too low.".into(),
+            anchor: String::new(),
+            parent: None,
+            resolved: false,
+            anchored: true,
+            last_para_id: None,
+        }];
         let v = render(&doc, "t");
         assert_eq!(
             v,

@@ -10,8 +10,6 @@
 //! [`MAX_TEXT_BYTES`] of cell text: a shared string is held once however
 //! many cells show it, but every cell that shows it counts.
 
-#![deny(clippy::string_slice, clippy::indexing_slicing)]
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -47,7 +45,6 @@ pub struct Sheet {
 /// One cell's value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum Cell {
     /// Text (a shared string is held once, whatever number of cells show it).
     Text(Arc<str>),

@@ -1,6 +1,10 @@
 //! The typed document model: what a .docx says, after parsing and before any
 //! view. Every view, check and gate reads this and nothing else.
 //!
+//! Its enums (`Block`, `Inline`, `StoryKind`, `RevisionKind`) are
+//! exhaustive on purpose: a new kind of content must be a compile error in
+//! every view and check that matches on them, never a silent skip.
+//!
 //! Invariants:
 //! - `Span::inserted`/`deleted`/`format` and every other revision reference
 //!   index into `Document::revisions`.
@@ -52,7 +56,6 @@ pub struct Document {
 // A paragraph outweighs a table's header; boxing every paragraph would cost
 // an allocation each for nothing a reader sees.
 #[allow(clippy::large_enum_variant)]
-#[non_exhaustive]
 pub enum Block {
     /// A paragraph.
     Paragraph(Paragraph),
@@ -183,7 +186,6 @@ pub struct Bookmark {
 /// Inline content of a paragraph.
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum Inline {
     /// Text with one revision state.
     Text(Span),
@@ -311,7 +313,6 @@ pub struct Story {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 /// The kinds of stories besides the body.
-#[non_exhaustive]
 pub enum StoryKind {
     /// A header part.
     Header,
@@ -361,7 +362,6 @@ pub struct Revision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 /// The kinds of tracked change Word records.
-#[non_exhaustive]
 pub enum RevisionKind {
     /// Inserted text (`w:ins`).
     Insertion,

@@ -5,17 +5,15 @@
 //! input, never expand a DTD entity, and never allocate by a size the file
 //! declares instead of the bytes actually read.
 
-#![deny(clippy::string_slice, clippy::indexing_slicing)]
-
 mod carried;
 mod comments;
 pub mod model;
 mod numbering;
 mod numfmt;
-pub(crate) mod package;
+pub mod package;
 mod props;
 mod story;
-pub(crate) mod xml;
+pub mod xml;
 
 use std::collections::HashSet;
 use std::path::Path;

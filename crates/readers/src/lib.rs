@@ -1,0 +1,23 @@
+//! redjury's readers: the files an agent's output and a task's inputs
+//! come as, read into typed models — a Word .docx with its tracked
+//! changes, comments, numbering and stories ([`docx`]), an Excel .xlsx
+//! with its cells, number formats and merged ranges ([`xlsx`]) — and the
+//! calendar arithmetic both need ([`calendar`]).
+//!
+//! Owns: everything that touches a package's bytes. Must never panic,
+//! hang or allocate by a size a file declares on any input: every read is
+//! bounded by [`docx::Limits`], a DTD is refused, and the crate denies
+//! `unwrap`, indexing and byte-position string slicing. Depends on nothing
+//! else of redjury's: the compiler, not a text scan, keeps it so.
+//!
+//! ```
+//! let err = redjury_readers::docx::from_bytes(b"not a zip".to_vec(), Default::default());
+//! assert_eq!(
+//!     err.err().map(|e| e.to_string()).as_deref(),
+//!     Some("not a .docx: it does not start with a zip signature")
+//! );
+//! ```
+
+pub mod calendar;
+pub mod docx;
+pub mod xlsx;
