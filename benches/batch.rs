@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 
 use common::batch_mock::BatchMock;
 use common::mock;
-use redjury::cache::Cache;
-use redjury::judge::config::{JudgeConfig, Provider, Rate};
-use redjury::judge::{Auth, Judge};
-use redjury::prompt::{Prompt, Templates};
-use redjury::task::{Rubric, Side, Task};
+use redjury::Cache;
+use redjury::{Auth, Judge};
+use redjury::{JudgeConfig, Provider, Rate};
+use redjury::{Prompt, Templates};
+use redjury::{Rubric, Side, Task};
 
 const CALLS: usize = 10_000;
 
@@ -94,7 +94,7 @@ fn main() {
         redjury::docx::Limits::default(),
     )
     .unwrap();
-    let view = redjury::view::annotated::render(&doc, "redline-s1-t1-g01a");
+    let view = common::annotated(&doc, "redline-s1-t1-g01a");
     let templates = Templates::builtin();
     let t = task();
     let prompts: Vec<Prompt> =
@@ -119,10 +119,10 @@ fn main() {
     let (bytes, unanswered) = rt.block_on(async {
         let mut plans = vec![judge.submit_batches(calls, &cache).await];
         struct Quiet;
-        impl redjury::judge::batch::BatchProgress for Quiet {
-            fn batch(&self, _: &str, _: &redjury::judge::batch::BatchReport) {}
+        impl redjury::BatchProgress for Quiet {
+            fn batch(&self, _: &str, _: &redjury::BatchReport) {}
         }
-        redjury::judge::batch::wait(&mut plans, &cache, &Quiet).await;
+        redjury::wait_for_batches(&mut plans, &cache, &Quiet).await;
         let plan = plans.pop().unwrap();
         let report = plan.report().clone();
         println!(

@@ -16,7 +16,6 @@ use std::process::Command;
 use std::time::Instant;
 
 use redjury::docx::{Limits, from_bytes};
-use redjury::view::annotated;
 
 /// `n` comments, each anchored on its own short paragraph.
 fn many_comments(n: usize) -> Vec<u8> {
@@ -117,8 +116,8 @@ fn one_workbook(case: &str, bytes: Vec<u8>) {
     let before = peak_kb();
     let start = Instant::now();
     let loaded = redjury::xlsx::from_bytes(bytes, Limits::default());
-    let gate = redjury::check::gate::check_workbook(&loaded, None);
-    let view = loaded.as_ref().map(|b| redjury::view::workbook::render(b, "x").len()).unwrap_or(0);
+    let gate = redjury::gate_workbook(&loaded, None);
+    let view = loaded.as_ref().map(|b| common::workbook_view(b, "x").len()).unwrap_or(0);
     let elapsed = start.elapsed();
     println!(
         "{case}: {:.1} KB file, load + gate + view {:.2} s, view {view} bytes, gate: {}, peak memory {} MB (before loading {} MB)",
@@ -154,17 +153,17 @@ fn one(case: &str) {
     let before = peak_kb();
     let start = Instant::now();
     let loaded = from_bytes(bytes, Limits::default());
-    let gate = redjury::check::gate::check(&loaded, "Counsel");
-    let view = loaded.as_ref().map(|d| annotated::render(d, "x").len()).unwrap_or(0);
+    let gate = redjury::gate(&loaded, "Counsel");
+    let view = loaded.as_ref().map(|d| common::annotated(d, "x").len()).unwrap_or(0);
     // The comment thread checks walk every thread too.
-    let threads = redjury::task::check_spec::PreparedCheck::from_json(
+    let threads = redjury::PreparedCheck::from_json(
         &serde_json::json!({"type": "comment", "replied_by": "Counsel"}),
         std::path::Path::new("."),
     )
     .expect("a valid check");
     let thread_check = loaded
         .as_ref()
-        .map(|d| redjury::check::evaluate(&threads, d, None, "Counsel").1)
+        .map(|d| redjury::evaluate_check(&threads, d, None, "Counsel").1)
         .unwrap_or_default();
     let elapsed = start.elapsed();
     println!(

@@ -58,7 +58,7 @@ fn main() {
         redjury::docx::Limits::default(),
     )
     .unwrap();
-    let base_view = redjury::view::annotated::render(&doc, "bench");
+    let base_view = common::annotated(&doc, "bench");
     let mut results = std::fs::File::create(run.join("results.jsonl")).unwrap();
     let mut rows = Vec::with_capacity(ROWS);
     for i in 0..ROWS {
@@ -70,14 +70,14 @@ fn main() {
         rows.push(serde_json::from_value::<redjury::TaskResult>(r).unwrap());
     }
     drop(results);
-    let summary = redjury::report::Summary::build(
+    let summary = redjury::Summary::build(
         &rows,
         vec![],
         vec![],
-        redjury::aggregate::Bootstrap { seed: 0, resamples: 1000 },
+        redjury::Bootstrap { seed: 0, resamples: 1000 },
         None,
     );
-    redjury::report::write_summary(&run, &summary).unwrap();
+    redjury::write_summary(&run, &summary).unwrap();
     println!("{ROWS} rows, views of {} KB each", base_view.len() / 1024);
     let _ = Command::new("sync").status();
 

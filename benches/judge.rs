@@ -26,11 +26,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use redjury::cache::{Cache, Outcome, StoredResponse};
-use redjury::judge::config::{JudgeConfig, Provider, Rate};
-use redjury::judge::{Auth, Judge};
-use redjury::prompt::{Prompt, Templates};
-use redjury::task::{Rubric, Side, Task};
+use redjury::{Auth, Judge};
+use redjury::{Cache, Outcome, StoredResponse};
+use redjury::{JudgeConfig, Provider, Rate};
+use redjury::{Prompt, Templates};
+use redjury::{Rubric, Side, Task};
 
 const PER_SECOND: u64 = 50;
 const BACKLOG: usize = 600;

@@ -16,7 +16,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use redjury::docx::{Limits, from_bytes};
-use redjury::view::annotated;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -29,7 +28,7 @@ fn ours_in_process(files: &[Vec<u8>], rounds: usize) -> Duration {
         let start = Instant::now();
         for bytes in files {
             if let Ok(doc) = from_bytes(bytes.clone(), Limits::default()) {
-                std::hint::black_box(annotated::render(&doc, "x"));
+                std::hint::black_box(common::annotated(&doc, "x"));
             }
         }
         times.push(start.elapsed());

@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use redjury::cache::{Cache, CallKey, Outcome, StoredResponse};
-use redjury::judge::config::PanelConfig;
+use redjury::PanelConfig;
+use redjury::{Cache, CallKey, Outcome, StoredResponse};
 
 const OUTPUTS: usize = 10_000;
 

@@ -8,7 +8,7 @@
 use sha2::{Digest, Sha256};
 
 /// Lower-case hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -18,18 +18,18 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 /// SHA-256 of a string, hex.
-pub fn sha256_hex(s: &str) -> String {
+pub(crate) fn sha256_hex(s: &str) -> String {
     sha256_hex_bytes(s.as_bytes())
 }
 
 /// SHA-256 of bytes, hex.
-pub fn sha256_hex_bytes(b: &[u8]) -> String {
+pub(crate) fn sha256_hex_bytes(b: &[u8]) -> String {
     hex(&Sha256::digest(b))
 }
 
 /// SHA-256 over several parts, each followed by a 0x1f separator, so that
 /// ("ab", "c") and ("a", "bc") never collide.
-pub fn sha256_hex_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
+pub(crate) fn sha256_hex_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
     let mut h = Sha256::new();
     for part in parts {
         h.update(part);

@@ -34,30 +34,96 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
+// The front door: the modules are private, and what a program embedding
+// redjury (a trainer, an evaluation harness) and the binary need is
+// re-exported here, by what it is in the domain.
+
+mod aggregate;
+mod cache;
+mod calibrate;
+mod check;
+mod commands;
+mod hash;
+mod judge;
+mod panel;
+mod pipeline;
+mod prompt;
+mod report;
+mod score;
+mod serve;
+mod task;
+mod verdict;
+mod view;
+
+/// The readers: a .docx into its model, an .xlsx into its workbook, and
+/// the calendar arithmetic both use.
 pub use redjury_readers::{calendar, docx, xlsx};
 
-pub mod aggregate;
-pub mod cache;
-pub mod calibrate;
-pub mod check;
-pub mod hash;
-pub mod judge;
-pub mod panel;
-pub mod pipeline;
-pub mod prompt;
-pub mod report;
-pub mod score;
-pub mod serve;
-pub mod task;
-pub mod verdict;
-pub mod view;
-
-pub use judge::config::PanelConfig;
+// Tasks and the outputs that answer them.
 pub use pipeline::load_tasks;
-pub use pipeline::{Dispatch, JudgeMode, OutputSource, Scorer, ScorerConfig, ScorerError};
-pub use prompt::Templates;
+pub use task::check_spec::PreparedCheck;
+pub use task::{
+    Output, OutputKind, Outputs, Rubric, Side, Task, TaskError, find_outputs, task_from_json,
+};
+
+// The gate, the deterministic checks and the views judges read.
+pub use check::gate::{
+    GateResult, check as gate, check_against as gate_against, check_workbook as gate_workbook,
+};
+pub use check::{
+    Outcome as CheckOutcome, evaluate as evaluate_check,
+    evaluate_workbook as evaluate_workbook_checks,
+};
+pub use view::{
+    ViewKind, render as render_view, render_against as render_view_against,
+    render_workbook as render_workbook_view,
+};
+
+// Judges, their prompts and the store of their answers.
+pub use cache::{
+    BatchRecord, BatchState, Cache, CacheError, CallKey, Outcome, SCHEMA_VERSION, StoredResponse,
+};
+pub use judge::batch::{
+    BatchProgress, BatchReport, Leftover, Plan as BatchPlan, wait as wait_for_batches,
+};
+pub use judge::config::{
+    ConfigError, JudgeConfig, OutputTokensField, PanelConfig, Provider, Rate, StructuredOutput,
+};
+pub use judge::verdicts::JudgeVote;
+pub use judge::{Auth, CallResult, Judge, JudgeError};
+pub use prompt::{Prompt, PromptError, Templates};
+
+// Scoring: the one pipeline, its runs and its rows.
+pub use pipeline::run::{RejudgeJob, RunEnd, RunError, RunReport, RunSettings, ScoreJob, Views};
+pub use pipeline::{
+    BatchFallback, Dispatch, JudgeMode, OutputSource, Progress, STORE_WAIT, Scorer, ScorerConfig,
+    ScorerError, Silent,
+};
 pub use score::{Reward, RubricResult, Status, TaskResult};
-pub use serve::{OnIncomplete, ServeOptions, Service};
-pub use task::{Rubric, Side, Task, TaskError, task_from_json};
 pub use verdict::Verdict;
+
+// Figures and results folders.
+pub use aggregate::Bootstrap;
+pub use aggregate::agreement::Agreement;
+pub use aggregate::{PriceError, Prices};
+pub use report::markdown::outcome;
+pub use report::{ReportError, Summary, load_run, write_summary};
+
+// Calibration against gold, and the reward service.
+pub use calibrate::doctored::{
+    DoctorError, injected as injection_probe_document, null_output as null_probe_document,
+};
+pub use calibrate::{
+    CalibrateError, CalibrateSettings, Calibration, GoldError, GoldSet, LabelledOutput, Probe,
+};
+pub use serve::{OnIncomplete, ServeEnd, ServeError, ServeOptions, Service};
+
+// The commands, as the binary runs them.
+pub use commands::{
+    BatchCancel, BoundService, CalibrateRequest, CalibrationDone, CommandError, Ending, Found,
+    HtmlReport, Judging, PlannedCalibration, PlannedRun, PlannedService, ReportOutput,
+    ReportRequest, RunInputs, RunRequest, ServeRequest, batch_table, cancel_batches, gate_file,
+    render_file, report,
+};

@@ -1,4 +1,5 @@
-//! The `redjury` binary: parses arguments and hands them to `cli`.
+//! The `redjury` binary: parses arguments and hands them to `cli`, which
+//! calls the library.
 
 #![forbid(unsafe_code)]
 
@@ -26,12 +27,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", message(&e));
-            // 2: refused for how the run was set up (nothing was spent).
-            if e.downcast_ref::<cli::Refused>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
+            // 2: refused for how the command was set up (nothing was
+            // spent); 1: failed while working.
+            ExitCode::from(e.downcast_ref::<redjury::CommandError>().map_or(1, |c| c.exit_code()))
         }
     }
 }

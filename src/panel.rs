@@ -8,7 +8,7 @@ use crate::verdict::Verdict;
 /// The panel's decision on one rubric from its judges' votes (`None` = the
 /// judge abstained). PASS iff n_pass × 2 > n_valid; ties FAIL; fewer valid
 /// votes than `quorum` gives no verdict.
-pub fn decide(votes: &[Option<Verdict>], quorum: usize) -> Option<Verdict> {
+pub(crate) fn decide(votes: &[Option<Verdict>], quorum: usize) -> Option<Verdict> {
     let valid = votes.iter().flatten().count();
     if valid == 0 || valid < quorum {
         return None;

@@ -30,7 +30,7 @@ pub struct Reward {
 /// Scores one task from (weight, verdict) pairs. `None` when any rubric has
 /// no verdict (the task is incomplete, never a silent 0), or when no weight
 /// is positive (task loading rejects such tasks).
-pub fn reward(items: &[(i32, Option<Verdict>)]) -> Option<Reward> {
+pub(crate) fn reward(items: &[(i32, Option<Verdict>)]) -> Option<Reward> {
     let mut earned = 0i64;
     let mut penalty = 0i64;
     let mut total_positive = 0i64;

@@ -136,9 +136,9 @@ fn spawn_batch_run(panel: &Path, dir: &Path) -> std::process::Child {
 
 /// Batches the cache records as submitted.
 fn recorded_submitted(cache: &Path) -> usize {
-    let Ok(c) = redjury::cache::Cache::open(cache) else { return 0 };
+    let Ok(c) = redjury::Cache::open(cache) else { return 0 };
     c.batches()
-        .map(|b| b.iter().filter(|x| x.state == redjury::cache::BatchState::Submitted).count())
+        .map(|b| b.iter().filter(|x| x.state == redjury::BatchState::Submitted).count())
         .unwrap_or(0)
 }
 

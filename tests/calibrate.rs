@@ -10,10 +10,9 @@ use std::sync::Arc;
 
 use crate::common::e2e::*;
 use crate::common::mock::*;
-use redjury::calibrate::doctored;
-use redjury::pipeline::{JudgeMode, OutputSource, Scorer};
-use redjury::prompt::Templates;
-use redjury::verdict::Verdict;
+use redjury::Templates;
+use redjury::Verdict;
+use redjury::{JudgeMode, OutputSource, Scorer};
 use serde_json::Value;
 
 /// What a document in a prompt is.
@@ -50,12 +49,9 @@ struct World {
 async fn world() -> World {
     let tasks: Vec<Arc<redjury::Task>> =
         redjury::load_tasks(&root().join("rubrics")).unwrap().into_iter().map(Arc::new).collect();
-    let set = redjury::calibrate::gold::load(
-        &root().join("gold"),
-        &[root().join("scenarios/outputs")],
-        &tasks,
-    )
-    .unwrap();
+    let set =
+        redjury::GoldSet::load(&root().join("gold"), &[root().join("scenarios/outputs")], &tasks)
+            .unwrap();
     let mut gold = BTreeMap::new();
     let mut work = Vec::new();
     for o in &set.outputs {
@@ -70,18 +66,18 @@ async fn world() -> World {
             bytes.clone(),
             Doc::Output(o.task.name.clone(), o.output.clone()),
         ));
-        let injected = doctored::injected(&bytes, &o.task.author).unwrap();
+        let injected = redjury::injection_probe_document(&bytes, &o.task.author).unwrap();
         work.push((o.task.clone(), injected, Doc::Injected(o.task.name.clone(), o.output.clone())));
     }
     for t in &tasks {
-        if let (Some(input), redjury::task::OutputKind::Redline) = (&t.input, t.output) {
-            let null = doctored::null_output(&std::fs::read(input).unwrap(), &t.author).unwrap();
+        if let (Some(input), redjury::OutputKind::Redline) = (&t.input, t.output) {
+            let null =
+                redjury::null_probe_document(&std::fs::read(input).unwrap(), &t.author).unwrap();
             work.push((t.clone(), null, Doc::Null));
         }
     }
-    let cache = Arc::new(
-        redjury::cache::Cache::open(&temp_dir("calibrate-world").join("c.sqlite")).unwrap(),
-    );
+    let cache =
+        Arc::new(redjury::Cache::open(&temp_dir("calibrate-world").join("c.sqlite")).unwrap());
     let mut prefixes = Vec::new();
     for templates in [Templates::builtin(), Templates::reference()] {
         let scorer =
@@ -334,7 +330,7 @@ fn a_calibration_set_is_validated_whole() {
         dir.join("redlines/redline-s1-t1-g01a.docx"),
     )
     .unwrap();
-    let e = redjury::calibrate::gold::load(&dir, &outputs, &tasks).unwrap_err().to_string();
+    let e = redjury::GoldSet::load(&dir, &outputs, &tasks).unwrap_err().to_string();
     for says in [
         "a.json: output \"gold\": rubric r01: verdict must be \"PASS\" or \"FAIL\", got \"MAYBE\"",
         "a.json: output \"gold\": rubric \"zz\" is not in task redline-s1-t1-g01a",
@@ -361,7 +357,7 @@ fn a_calibration_set_that_counts_twice_or_labels_nothing_is_refused() {
         for (name, text) in files {
             std::fs::write(dir.join("verdicts").join(name), text).unwrap();
         }
-        redjury::calibrate::gold::load(&dir, &outputs, &tasks)
+        redjury::GoldSet::load(&dir, &outputs, &tasks)
             .map(|s| s.outputs.len())
             .map_err(|e| e.to_string())
     };

@@ -4,10 +4,9 @@
 use crate::common::root;
 use std::path::{Path, PathBuf};
 
-use redjury::check::evaluate;
+use crate::common::checks::On;
+use redjury::Verdict::{self, Fail, Pass};
 use redjury::docx::{self, Document};
-use redjury::task::check_spec::PreparedCheck;
-use redjury::verdict::Verdict::{self, Fail, Pass};
 
 /// A file of the shared corpus, or `None` (the test is skipped) without it.
 fn corpus(test: &str, name: &str) -> Option<PathBuf> {
@@ -29,8 +28,7 @@ fn run(
     let base = std::env::var_os("REDJURY_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("../shared/corpus"));
-    let prepared = PreparedCheck::from_json(&check, &base).unwrap_or_else(|e| panic!("{e}"));
-    evaluate(&prepared, doc, input, author)
+    crate::common::checks::verdict(&check, doc, &On { input, author, base })
 }
 
 #[test]
@@ -145,7 +143,7 @@ fn property_revisions_in_word_files_are_format_changes() {
         let (v, why) = run(exactly, &doc, None, "x");
         assert_eq!(v, Pass, "{file}: {why}");
         assert_eq!(why, format!("{n} {kind} remain (wanted exactly {n})"));
-        let gate = redjury::check::gate::check(&Ok(doc), "Eric White");
+        let gate = redjury::gate(&Ok(doc), "Eric White");
         assert!(gate.passed, "{file}: {}", gate.reason);
     }
 }
@@ -296,16 +294,16 @@ fn scope() {
 /// turn-1 changes.
 #[test]
 fn the_gate_does_not_count_changes_carried_over_from_the_input() {
-    use redjury::check::gate::check_against;
+    use redjury::gate_against;
     let input = load(&root().join("scenarios/s1-saas-msa/inputs/s1-t3-g01.docx"));
     let unedited = docx::load(&root().join("scenarios/s1-saas-msa/inputs/s1-t3-g01.docx"));
-    let reference = check_against(&unedited, "Vendor Counsel", None);
+    let reference = gate_against(&unedited, "Vendor Counsel", None);
     assert!(
         reference.passed,
         "without an input the reference gate passes an unedited file: {}",
         reference.reason
     );
-    let strict = check_against(&unedited, "Vendor Counsel", Some(&input));
+    let strict = gate_against(&unedited, "Vendor Counsel", Some(&input));
     assert!(!strict.passed);
     assert!(
         strict.reason.starts_with("no new tracked change or comment by 'Vendor Counsel': its "),
@@ -313,7 +311,7 @@ fn the_gate_does_not_count_changes_carried_over_from_the_input() {
         strict.reason
     );
     let strong = docx::load(&root().join("scenarios/outputs/strong/redline-s1-t3-g01a.docx"));
-    let r = check_against(&strong, "Vendor Counsel", Some(&input));
+    let r = gate_against(&strong, "Vendor Counsel", Some(&input));
     assert!(
         r.passed
             && r.reason.contains("new tracked change(s)")
@@ -327,7 +325,7 @@ fn the_gate_does_not_count_changes_carried_over_from_the_input() {
 /// each sample output, the verdict gold/verdicts/ records for it.
 #[test]
 fn example_checks_agree_with_the_gold_verdicts() {
-    let tasks = redjury::task::load_tasks(&root().join("rubrics")).expect("tasks load");
+    let tasks = redjury::load_tasks(&root().join("rubrics")).expect("tasks load");
     let mut compared = 0;
     for task in tasks.iter().filter(|t| t.rubrics.iter().any(|r| r.is_check())) {
         let verdicts: serde_json::Value = serde_json::from_str(
@@ -349,9 +347,11 @@ fn example_checks_agree_with_the_gold_verdicts() {
             for rubric in &task.rubrics {
                 let Some(check) = &rubric.check else { continue };
                 let (v, why) = match (&doc, &book) {
-                    (Some(doc), _) => evaluate(check, doc, task.input_doc.as_deref(), &task.author),
+                    (Some(doc), _) => {
+                        redjury::evaluate_check(check, doc, task.input_doc.as_deref(), &task.author)
+                    }
                     (None, Some(book)) => {
-                        redjury::check::evaluate_workbook(&[check], book).pop().unwrap()
+                        redjury::evaluate_workbook_checks(&[check], book).pop().unwrap()
                     }
                     (None, None) => unreachable!(),
                 };

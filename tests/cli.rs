@@ -487,3 +487,139 @@ async fn the_summary_reports_the_limits_each_judge_observed() {
     assert!(md.contains("gpt: limits reported: 2400 requests a minute"), "{md}");
     assert!(md.contains("claude: limits reported: 2400 requests a minute"), "{md}");
 }
+
+/// What a user reads after `score` and `report` on the bundled example
+/// (scored by mock judges answering from the gold verdicts): stdout of both
+/// and summary.md, as snapshots (`UPDATE_EXPECT=1` shows what a change
+/// changed). The scratch folder's path reads `<DIR>`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_score_and_report_print_and_the_summary_say() {
+    let judges = Judges::start("gold").await;
+    let dir = temp_dir("snapshots");
+    let panel = judges.panel(&dir, "gemini-test");
+    let run = dir.join("run");
+    let score = score_args("scenarios/outputs/strong", &panel, &run, &dir.join("c.sqlite"));
+    let score: Vec<String> = score.into_iter().filter(|a| a != "--quiet").collect();
+    let (code, out, err) = redjury(score, true).await;
+    assert_eq!(code, 0, "{err}");
+    let shown = |text: &str| text.replace(&dir.display().to_string(), "<DIR>");
+    expect_test::expect![[r#"
+        panel: <DIR>/panel-gemini-test.toml
+        prices: prices.toml (current directory)
+        cache: <DIR>/c.sqlite
+        15 results: 15 scored, 0 gate-failed, 0 incomplete, 0 pending; 0 tasks without an output
+        turn-weighted reward 0.8755 (95% CI [0.7885, 0.9475]), overall 0.8755
+        results in <DIR>/run
+    "#]]
+    .assert_eq(&shown(&out));
+    let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    expect_test::expect![[r#"
+        # redjury run summary
+
+        | results | scored | gate failed | incomplete | pending | missing outputs |
+        |---|---|---|---|---|---|
+        | 15 | 15 | 0 | 0 | 0 | 0 |
+
+        | figure | value |
+        |---|---|
+        | turn-weighted (headline) | 0.8755 |
+        | 95% CI (reference method: cells resampled, 5000 draws, seed 0; pass --model for the reference's seed) | [0.7885, 0.9475] |
+        | 95% CI (input groups resampled, seed 0, 5000 draws) | [0.8151, 0.9441] |
+        | overall (mean over input groups) | 0.8755 |
+        | mean per task | 0.8967 |
+        | best@1 turn-weighted | 0.8755 |
+
+        ### By turn (mean over input groups)
+
+        | turn | reward | 95% CI (groups) |
+        |---|---|---|
+        | 1 | 0.8364 | [0.5263, 0.9725] |
+        | 2 | 0.8974 | [0.7921, 1.0000] |
+        | 3 | 0.9583 | [0.8750, 1.0000] |
+        | 4 | 0.6957 | [0.6957, 0.6957] |
+
+        ### By side (turn-weighted)
+
+        | side | reward | 95% CI (groups) |
+        |---|---|---|
+        | A | 0.8601 | [0.7691, 0.9548] |
+        | B | 0.8970 | [0.7895, 1.0000] |
+
+        ### By scenario (turn-weighted)
+
+        | scenario | reward | 95% CI (groups) |
+        |---|---|---|
+        | 1 | 0.9911 | [0.9732, 1.0000] |
+        | 2 | 0.9855 | [0.9711, 1.0000] |
+        | 3 | 0.8917 | [0.8000, 1.0000] |
+        | 4 | 0.7216 | [0.5263, 0.8322] |
+
+        ### By (scenario, turn) cell
+
+        | cell | reward | 95% CI (groups) |
+        |---|---|---|
+        | 1-1 | 0.9732 | [0.9732, 0.9732] |
+        | 1-2 | 1.0000 | [1.0000, 1.0000] |
+        | 1-3 | 1.0000 | [1.0000, 1.0000] |
+        | 2-1 | 0.9711 | [0.9711, 0.9712] |
+        | 2-2 | 1.0000 | [1.0000, 1.0000] |
+        | 3-1 | 0.8750 | [0.8750, 0.8750] |
+        | 3-2 | 0.8000 | [0.8000, 0.8000] |
+        | 3-3 | 1.0000 | [1.0000, 1.0000] |
+        | 4-1 | 0.5263 | [0.5263, 0.5263] |
+        | 4-2 | 0.7895 | [0.7895, 0.7895] |
+        | 4-3 | 0.8750 | [0.8750, 0.8750] |
+        | 4-4 | 0.6957 | [0.6957, 0.6957] |
+
+        ### By category (pooled; penalties correct when not triggered)
+
+        | category | reward | 95% CI (groups) |
+        |---|---|---|
+        | Commercial Context | 0.9543 | [0.8866, 1.0000] |
+        | Counterparty Acceptance Prediction | 1.0000 | [1.0000, 1.0000] |
+        | Deal-closing Orientation | 0.9496 | [0.8000, 1.0000] |
+        | Legal correctness | 0.9048 | [0.7527, 1.0000] |
+        | Negotiation Quality | 0.9659 | [0.9100, 1.0000] |
+
+        ### Judges
+
+        | judge | model | key | requests | cache hits | retries | failures | 429s | input tokens | cached share | output tokens | cost (USD, estimate) |
+        |---|---|---|---|---|---|---|---|---|---|---|---|
+        | claude | claude-test | yes | 13 | 0 | 0 | 0 | 0 | 13000 | 80% | 650 | no price |
+        | gemini | gemini-test | yes | 13 | 0 | 0 | 0 | 0 | 13000 | 80% | 650 | no price |
+        | gpt | gpt-test | yes | 13 | 0 | 0 | 0 | 0 | 13000 | 80% | 650 | no price |
+
+        claude: no limits reported; paced at 5820 requests a minute at the end
+
+        gemini: no limits reported; paced at 5820 requests a minute at the end
+
+        gpt: no limits reported; paced at 5820 requests a minute at the end
+    "#]].assert_eq(&shown(&summary));
+    let (code, out, err) = redjury(args(&["report", &p(&run)]), false).await;
+    assert_eq!(code, 0, "{err}");
+    // Regression: summary.json's figures read back one ulp off (serde_json
+    // without float_roundtrip), and `report` printed a CI bound of 0.97115
+    // as 0.9711 where summary.md said 0.9712.
+    assert!(out.starts_with(&summary), "report prints the figures summary.md holds");
+    expect_test::expect![[r#"
+
+        ## Judge agreement
+
+        | pair | items both voted | agreement |
+        |---|---|---|
+        | claude – gemini | 112 | 100.0% |
+        | claude – gpt | 112 | 100.0% |
+        | gemini – gpt | 112 | 100.0% |
+
+        Fleiss' kappa over 112 rubric items every judge voted on: 1.000
+
+        | judge | votes | departs from the panel verdict |
+        |---|---|---|
+        | claude | 112 | 0.0% |
+        | gemini | 112 | 0.0% |
+        | gpt | 112 | 0.0% |
+
+        The judge departing most from the panel: **claude** (0.0% of its votes).
+    "#]]
+    .assert_eq(&shown(&out[summary.len()..]));
+}

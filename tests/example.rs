@@ -1,12 +1,12 @@
 //! The bundled example benchmark: every file renders, every output meant to
 //! pass the gate passes it, and every output meant to fail it fails with
 //! the reason a user would expect.
-use crate::common::root;
+use crate::common::{root, workbook_view};
 use std::path::{Path, PathBuf};
 
-use redjury::check::gate::check_against;
+use redjury::ViewKind;
 use redjury::docx;
-use redjury::view::{self, ViewKind};
+use redjury::gate_against;
 
 fn docx_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
@@ -29,7 +29,11 @@ fn every_example_file_renders_in_every_view() {
         let doc = docx::load(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         assert!(doc.warnings.is_empty(), "{}: {:?}", f.display(), doc.warnings);
         for kind in [ViewKind::Annotated, ViewKind::Accepted, ViewKind::Rejected, ViewKind::Json] {
-            assert!(!view::render(&doc, kind, "x").trim().is_empty(), "{} {kind:?}", f.display());
+            assert!(
+                !redjury::render_view(&doc, kind, "x").trim().is_empty(),
+                "{} {kind:?}",
+                f.display()
+            );
         }
         // Every base contract is auto-numbered: labels come from numbering.xml.
         if f.ends_with("base.docx") {
@@ -51,7 +55,7 @@ fn every_example_workbook_loads_and_renders() {
                 continue;
             }
             let book = redjury::xlsx::load(&entry.path()).unwrap();
-            let view = redjury::view::workbook::render(&book, "t");
+            let view = workbook_view(&book, "t");
             assert!(view.contains("## Sheet: Products\n"), "{view}");
             assert!(view.contains("| HX-100 |"), "{view}");
             seen += 1;
@@ -65,39 +69,39 @@ fn every_example_workbook_loads_and_renders() {
     .unwrap();
     assert_eq!(template.sheets[0].validations, 1, "the Term drop-down survives Calc's export");
     // The template returned as the answer fails the gate of the task that names it.
-    let tasks = redjury::task::load_tasks(&root().join("rubrics")).expect("tasks");
+    let tasks = redjury::load_tasks(&root().join("rubrics")).expect("tasks");
     let t4 = tasks.iter().find(|t| t.name == "redline-s4-t4-g01a").unwrap();
     let named = t4.output_template.as_deref().expect("the task names its template");
-    let r = redjury::check::gate::check_workbook(&Ok(template.clone()), Some(named));
+    let r = redjury::gate_workbook(&Ok(template.clone()), Some(named));
     assert!(!r.passed);
     assert_eq!(
         r.reason,
         "no cell differs from the task's output template: the sheet was returned as it came"
     );
     let gold = redjury::xlsx::load(&root().join("gold/redlines/redline-s4-t4-g01a.xlsx")).unwrap();
-    let r = redjury::check::gate::check_workbook(&Ok(gold), Some(named));
+    let r = redjury::gate_workbook(&Ok(gold), Some(named));
     assert!(r.passed && r.reason.contains("changed from the template"), "{}", r.reason);
 }
 
 #[test]
 fn the_gate_on_every_sample_output() {
-    let tasks = redjury::task::load_tasks(&root().join("rubrics")).expect("tasks");
+    let tasks = redjury::load_tasks(&root().join("rubrics")).expect("tasks");
     for task in &tasks {
         for folder in ["gold/redlines", "scenarios/outputs/strong", "scenarios/outputs/weak"] {
             let path = root().join(folder).join(format!("{}.docx", task.name));
             let xlsx = path.with_extension("xlsx");
             let r = if xlsx.exists() {
                 let template = task.output_template.as_deref();
-                redjury::check::gate::check_workbook(&redjury::xlsx::load(&xlsx), template)
+                redjury::gate_workbook(&redjury::xlsx::load(&xlsx), template)
             } else {
-                check_against(&docx::load(&path), &task.author, task.input_doc.as_deref())
+                gate_against(&docx::load(&path), &task.author, task.input_doc.as_deref())
             };
             assert!(r.passed, "{folder}/{}: {}", task.name, r.reason);
         }
         let failing =
             root().join("scenarios/outputs/gate-fail").join(format!("{}.docx", task.name));
         if failing.exists() {
-            let r = check_against(&docx::load(&failing), &task.author, task.input_doc.as_deref());
+            let r = gate_against(&docx::load(&failing), &task.author, task.input_doc.as_deref());
             assert!(!r.passed, "gate-fail/{} passed: {}", task.name, r.reason);
             assert!(
                 r.reason.starts_with("no tracked change or comment")
@@ -114,7 +118,7 @@ fn the_gate_on_every_sample_output() {
 /// scenario_id rule, which the loader reports once for all four tasks.
 #[test]
 fn only_scenario_4_breaks_a_reference_rule() {
-    let tasks = redjury::task::load_tasks(&root().join("rubrics")).expect("tasks");
+    let tasks = redjury::load_tasks(&root().join("rubrics")).expect("tasks");
     for task in &tasks {
         let want: Vec<&str> = if task.scenario == "4" {
             vec!["scenario_id must be the integer 1, 2 or 3 in the reference schema"]

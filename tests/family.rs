@@ -5,32 +5,12 @@
 //! files, and on spreadsheets made by LibreOffice Calc.
 use std::path::{Path, PathBuf};
 
+use crate::common::checks::{On, fail, pass, verdict};
 use crate::common::*;
+use redjury::PreparedCheck;
+use redjury::Verdict;
 use redjury::docx::Document;
-use redjury::task::check_spec::PreparedCheck;
-use redjury::verdict::Verdict;
 use serde_json::{Value, json};
-
-fn prepared(v: Value, base: &Path) -> PreparedCheck {
-    PreparedCheck::from_json(&v, base).unwrap_or_else(|e| panic!("{v}: {e}"))
-}
-
-/// The verdict and reason of one check on `doc` (author "A").
-fn check_on(v: Value, doc: &Document) -> (Verdict, String) {
-    redjury::check::evaluate(&prepared(v, Path::new(".")), doc, None, "A")
-}
-
-fn pass(v: Value, doc: &Document) -> String {
-    let (verdict, why) = check_on(v.clone(), doc);
-    assert_eq!(verdict, Verdict::Pass, "{v}: {why}");
-    why
-}
-
-fn fail(v: Value, doc: &Document, says: &str) {
-    let (verdict, why) = check_on(v.clone(), doc);
-    assert_eq!(verdict, Verdict::Fail, "{v}: {why}");
-    assert!(why.contains(says), "{v}: {why:?} should say {says:?}");
-}
 
 fn corpus(file: &str) -> Option<Document> {
     let dir = shared_corpus(file)?;
@@ -389,7 +369,8 @@ fn tables() {
     let dir = temp_dir("family-table");
     std::fs::write(dir.join("gold.docx"), Docx::body(&pricing(false)).bytes()).unwrap();
     let gold = |compare: &str| json!({"type": "table", "index": 1, "gold_docx": "gold.docx", "match": compare});
-    let check = |v: Value| redjury::check::evaluate(&prepared(v, &dir), &doc, None, "A");
+    let on = On { base: dir.to_path_buf(), ..On::default() };
+    let check = |v: Value| verdict(&v, &doc, &on);
     let (v, why) = check(gold("exact"));
     assert_eq!(v, Verdict::Fail, "{why}");
     assert!(why.contains("row 3 column 2 reads \"15,000\", the gold \"£15,000\""), "{why}");
@@ -695,8 +676,9 @@ fn workbook(b3: &str) -> Vec<u8> {
 }
 
 fn xlsx_check(v: Value, book: &redjury::xlsx::Workbook) -> (Verdict, String) {
-    let check = prepared(v, Path::new("."));
-    redjury::check::evaluate_workbook(&[&check], book).pop().unwrap()
+    let check = redjury::PreparedCheck::from_json(&v, Path::new("."))
+        .unwrap_or_else(|e| panic!("{v}: {e}"));
+    redjury::evaluate_workbook_checks(&[&check], book).pop().unwrap()
 }
 
 #[test]

@@ -124,7 +124,7 @@ fn dangling_comment_references_warn_and_duplicate_ids_fail() {
             "the document anchors comment id 7, which word/comments.xml does not define; the anchor is ignored"
         ]
     );
-    assert!(!redjury::view::annotated::render(&doc, "x").contains("{cmt-7}"));
+    assert!(!annotated(&doc, "x").contains("{cmt-7}"));
     let dup = Docx {
         body: p("x"),
         comments: Some(r#"<w:comment w:id="1" w:author="A"><w:p/></w:comment><w:comment w:id="1" w:author="B"><w:p/></w:comment>"#.into()),
@@ -146,7 +146,7 @@ fn reply_cycles_terminate() {
         ..Default::default()
     };
     let doc = d.load();
-    let v = redjury::view::annotated::render(&doc, "x");
+    let v = annotated(&doc, "x");
     assert!(v.contains("{cmt-1}") && v.contains("{cmt-2}"), "{v}");
 }
 
@@ -198,11 +198,8 @@ fn open_close_pairs_where_empty_elements_are_usual_lose_nothing() {
         p("next")
     ));
     let doc = d.load();
-    assert_eq!(
-        redjury::view::plain::lines(&doc, redjury::docx::State::Accepted),
-        ["Hi\u{2011}there", "next"]
-    );
-    assert!(redjury::view::annotated::render(&doc, "x").contains("[p-001] next"));
+    assert_eq!(text_lines(&doc, redjury::docx::State::Accepted), ["Hi\u{2011}there", "next"]);
+    assert!(annotated(&doc, "x").contains("[p-001] next"));
 }
 
 #[test]
@@ -217,7 +214,7 @@ fn hostile_numbering_and_styles_do_not_panic() {
         styles: Some(styles.into()),
         ..Default::default()
     };
-    let lines = redjury::view::plain::lines(&d.load(), redjury::docx::State::Accepted);
+    let lines = text_lines(&d.load(), redjury::docx::State::Accepted);
     assert_eq!(lines.len(), 3);
     assert!(
         lines.iter().all(|l| l.ends_with(". x")),

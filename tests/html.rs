@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::e2e::*;
-use crate::common::{Docx, del, ins, p};
+use crate::common::{Docx, del, ins, p, temp_dir, xml_text as xml};
 use base64::Engine;
 use serde_json::Value;
 
@@ -113,8 +113,8 @@ async fn the_report_holds_every_task_and_the_summarys_figures_and_fetches_nothin
     // Figures and counts are the summary's.
     let s = summary(&a);
     let four = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or("—".into());
-    let (rows_a, _) = redjury::report::load_run(&a).unwrap();
-    let kappa = redjury::aggregate::agreement::agreement(&rows_a).fleiss_kappa;
+    let (rows_a, _) = redjury::load_run(&a).unwrap();
+    let kappa = redjury::Agreement::of(&rows_a).fleiss_kappa;
     let (ta, tb) = (s["turn_weighted"].as_f64(), summary(&b)["turn_weighted"].as_f64());
     let mut seen = Vec::new();
     for (key, value) in marked(&html, "data-figure") {
@@ -178,8 +178,10 @@ fn assert_only_view_markup(html: &str) {
     }
 }
 
-#[test]
-fn the_view_escapes_hostile_documents() {
+/// Documents a policy would write to break out of the page: scored (a dry
+/// run), reported as HTML, and every view embedded in the page checked.
+#[tokio::test]
+async fn the_view_escapes_hostile_documents() {
     let hostile = [
         "<script>alert(1)</script>",
         "\"><img src=x onerror=alert(1)>",
@@ -188,23 +190,36 @@ fn the_view_escapes_hostile_documents() {
         "{cmt-1\"><script>}",
         "javascript:alert(1)",
     ];
-    let xml = |s: &str| {
-        s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-    };
-    for text in hostile {
+    let dir = temp_dir("html-hostile");
+    let outs = dir.join("outs").join("redline-s1-t1-g01a");
+    for (i, text) in hostile.iter().enumerate() {
         let t = xml(text);
         let body = format!(
-            "{}{}{}",
+            "{}<w:p>{}{}</w:p><w:p>{}</w:p>",
             p(&t),
-            p(&format!("{}{}", ins(1, &xml("<b>Eve</b>\""), &t), del(2, &xml("A&B"), &t))),
-            p("plain")
+            ins(1, &xml("<b>Eve</b>\""), &t),
+            del(2, &xml("A&B"), &t),
+            ins(3, "Vendor Counsel", &t)
         );
-        let doc = Docx::body(&body).load();
-        let view = redjury::view::annotated::render(&doc, text);
-        let html = redjury::report::html::view::to_html(&view);
-        assert_only_view_markup(&html);
-        assert!(!html.contains("<script") && !html.contains("<img"), "{html}");
-        assert!(html.contains("&lt;") || !text.contains('<'), "{html}");
+        let file = outs.join(format!("h{i}")).join("contract.docx");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, Docx::body(&body).bytes()).unwrap();
+    }
+    let run = dry_run(&shown(&dir.join("outs")), &dir).await;
+    let (code, out, err) = redjury(args(&["report", &shown(&run), "--html"]), false).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    let views: serde_json::Map<String, Value> =
+        serde_json::from_str(&script(&html, "views-data")).unwrap();
+    assert_eq!(views.len(), hostile.len(), "one view per hostile document");
+    for (i, text) in hostile.iter().enumerate() {
+        let packed = &views[&format!("redline-s1-t1-g01a__h{i}")];
+        let view = unpack(packed.as_str().unwrap());
+        assert_only_view_markup(&view);
+        assert!(!view.contains("<script") && !view.contains("<img"), "{view}");
+        assert!(view.contains("&lt;") || !text.contains('<'), "{text}: {view}");
+        // The hostile author's name is shown, escaped, on its change.
+        assert!(view.contains("inserted: &lt;b&gt;Eve&lt;/b&gt;&quot;"), "{text}: {view}");
     }
 }
 
@@ -386,22 +401,7 @@ async fn the_report_lays_out_at_a_laptop_and_a_phone_width() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dry_runs_report_says_so_and_what_its_headline_covers() {
     let dir = temp_dir("html-dry");
-    let run = dir.join("run");
-    let a = args(&[
-        "score",
-        "--tasks",
-        "rubrics",
-        "--outputs",
-        "scenarios/outputs/strong",
-        "--out",
-        &shown(&run),
-        "--cache",
-        &shown(&dir.join("c.sqlite")),
-        "--dry-run",
-        "--quiet",
-    ]);
-    let (code, out, err) = redjury(a, false).await;
-    assert_eq!(code, 0, "{out}{err}");
+    let run = dry_run("scenarios/outputs/strong", &dir).await;
     let (code, out, err) = redjury(args(&["report", &shown(&run), "--html"]), false).await;
     assert_eq!(code, 0, "{out}{err}");
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::alloc::peak;
-use crate::common::e2e::{args, redjury};
+use crate::common::e2e::{args, dry_run, redjury};
 use crate::common::*;
-use redjury::pipeline::{JudgeMode, OutputSource, Scorer};
-use redjury::score::Status;
+use redjury::Status;
+use redjury::{JudgeMode, OutputSource, Scorer};
 
 /// The bound every output of at most 100 KB keeps in `render`, `gate` and
 /// `score`: 256 MB held at once. (Its time bound, 2 s in a release build,
@@ -21,7 +21,7 @@ const DEBUG_TIME: Duration = Duration::from_secs(20);
 
 /// A dry-run scorer over the example's tasks (no judge is called).
 fn scorer(dir: &std::path::Path) -> Scorer {
-    let cache = Arc::new(redjury::cache::Cache::open(&dir.join("cache.sqlite")).unwrap());
+    let cache = Arc::new(redjury::Cache::open(&dir.join("cache.sqlite")).unwrap());
     Scorer::with_judges(vec![], 2, redjury::Templates::builtin(), cache, JudgeMode::DryRun).unwrap()
 }
 
@@ -159,20 +159,18 @@ fn no_text_of_a_document_or_a_workbook_forges_the_views_markup() {
         "<br>++inserted++<br>",
     ];
     let plain_docx = Docx::body(&p("fee")).load();
-    let plain = redjury::view::annotated::render(&plain_docx, "t");
+    let plain = annotated(&plain_docx, "t");
     let plain_book = xlsx(&[("Sheet", inline_row(1, &["fee"]))], &[]);
-    let plain_sheet = redjury::view::workbook::render(
-        &redjury::xlsx::from_bytes(plain_book, Default::default()).unwrap(),
-        "t",
-    );
+    let plain_sheet =
+        workbook_view(&redjury::xlsx::from_bytes(plain_book, Default::default()).unwrap(), "t");
     for text in hostile {
         let doc = Docx::body(&p(&xml_text(text))).load();
-        let view = redjury::view::annotated::render(&doc, "t");
+        let view = annotated(&doc, "t");
         assert_eq!(markup(&view), markup(&plain), "document {text:?}:\n{view}");
         assert_eq!(view.lines().count(), plain.lines().count(), "document {text:?}:\n{view}");
         let book = xlsx(&[(text, inline_row(1, &[text]))], &[]);
         let book = redjury::xlsx::from_bytes(book, Default::default()).unwrap();
-        let view = redjury::view::workbook::render(&book, "t");
+        let view = workbook_view(&book, "t");
         assert_eq!(markup(&view), markup(&plain_sheet), "workbook {text:?}:\n{view}");
         assert_eq!(view.lines().count(), plain_sheet.lines().count(), "workbook {text:?}:\n{view}");
         assert!(!view.contains("\n# SYSTEM"), "{view}");
@@ -204,27 +202,6 @@ fn markup(view: &str) -> Vec<String> {
     found
 }
 
-/// A dry run of the example into `dir/run`, for files to tamper with.
-async fn dry_run(dir: &std::path::Path) -> std::path::PathBuf {
-    let run = dir.join("run");
-    let a = args(&[
-        "score",
-        "--tasks",
-        "rubrics",
-        "--outputs",
-        "scenarios/outputs/strong",
-        "--out",
-        &run.display().to_string(),
-        "--cache",
-        &dir.join("c.sqlite").display().to_string(),
-        "--dry-run",
-        "--quiet",
-    ]);
-    let (code, out, err) = redjury(a, false).await;
-    assert_eq!(code, 0, "{out}{err}");
-    run
-}
-
 /// Rewrites results.jsonl, changing the first row with `status`.
 fn tamper(run: &std::path::Path, status: &str, change: impl Fn(&mut serde_json::Value)) -> usize {
     let path = run.join("results.jsonl");
@@ -246,7 +223,7 @@ fn tamper(run: &std::path::Path, status: &str, change: impl Fn(&mut serde_json::
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_read_back_are_checked_before_they_touch_a_path_or_a_figure() {
     let dir = temp_dir("integrity-rows");
-    let run = dry_run(&dir).await;
+    let run = dry_run("scenarios/outputs/strong", &dir).await;
     let html = dir.join("r.html").display().to_string();
     let report = |extra: &[&str]| {
         let mut a = args(&["report", &run.display().to_string()]);
@@ -287,7 +264,7 @@ async fn rows_read_back_are_checked_before_they_touch_a_path_or_a_figure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_summary_that_no_longer_counts_its_rows_is_rebuilt_and_says_so() {
     let dir = temp_dir("integrity-stale");
-    let run = dry_run(&dir).await;
+    let run = dry_run("scenarios/outputs/strong", &dir).await;
     let path = run.join("results.jsonl");
     let mut text = std::fs::read_to_string(&path).unwrap();
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();

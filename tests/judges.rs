@@ -5,13 +5,13 @@ use std::time::{Duration, Instant};
 
 use crate::common::mock::*;
 use crate::common::{Scratch, temp_dir};
-use redjury::cache::Cache;
-use redjury::judge::config::{ANTHROPIC_VERSION, JudgeConfig, Provider, Rate};
-use redjury::judge::verdicts::JudgeVote;
-use redjury::judge::{Auth, Judge};
-use redjury::prompt::{Prompt, Templates};
-use redjury::task::{Rubric, Side, Task};
-use redjury::verdict::Verdict;
+use redjury::Cache;
+use redjury::JudgeVote;
+use redjury::Verdict;
+use redjury::{Auth, Judge};
+use redjury::{JudgeConfig, Provider, Rate};
+use redjury::{Prompt, Templates};
+use redjury::{Rubric, Side, Task};
 
 const KEY: &str = "sk-test-SECRET-0123456789";
 
@@ -100,7 +100,8 @@ async fn each_provider_speaks_its_wire_format_and_verdicts_are_recovered() {
                     Some(format!("Bearer {KEY}").as_str()),
                     "as the current SDK sends it"
                 );
-                assert_eq!(r.header("anthropic-version"), Some(ANTHROPIC_VERSION));
+                // The version the client is written against (judge/config.rs).
+                assert_eq!(r.header("anthropic-version"), Some("2026-10-21"));
                 assert_eq!(
                     body["tool_choice"],
                     serde_json::json!({"type": "tool", "name": "record_verdicts"})
@@ -441,7 +442,8 @@ async fn retry_after_as_an_http_date_is_honoured() {
             let at = std::time::SystemTime::now() + Duration::from_secs(2);
             let secs =
                 at.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
-            let date = http_date(secs);
+            let date =
+                httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_secs(secs as u64));
             Action::Respond {
                 status: 503,
                 headers: vec![("retry-after".into(), date)],
@@ -463,25 +465,7 @@ async fn retry_after_as_an_http_date_is_honoured() {
     );
 }
 
-/// IMF-fixdate for a Unix time (the inverse of what the client parses).
-fn http_date(secs: i64) -> String {
-    // "2026-12-01 09:30:00" → "Tue, 01 Dec 2026 09:30:00 GMT"
-    let utc = redjury::report::utc(secs);
-    let (date, time) = utc.split_once(' ').expect("date and time");
-    let parts: Vec<usize> = date.split('-').map(|x| x.parse().expect("number")).collect();
-    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
-        [secs.div_euclid(86_400).rem_euclid(7) as usize];
-    let month =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-            [parts[1] - 1];
-    format!("{weekday}, {:02} {month} {} {time} GMT", parts[2], parts[0])
-}
-
-async fn calls(
-    judge: &Arc<Judge>,
-    cache: &Arc<Cache>,
-    n: usize,
-) -> Vec<redjury::judge::CallResult> {
+async fn calls(judge: &Arc<Judge>, cache: &Arc<Cache>, n: usize) -> Vec<redjury::CallResult> {
     let mut handles = Vec::new();
     for i in 0..n {
         let (judge, cache) = (judge.clone(), cache.clone());
@@ -631,8 +615,8 @@ async fn oversized_reply_refused(chunked: bool) {
 async fn openai_compatible_servers_get_their_fields_and_no_key() {
     let server = MockServer::start(answering("openai", &["r1"])).await;
     let mut c = config(Provider::Openai, &server.url());
-    c.output_tokens_field = redjury::judge::config::OutputTokensField::MaxTokens;
-    c.structured_output = redjury::judge::config::StructuredOutput::JsonObject;
+    c.output_tokens_field = redjury::OutputTokensField::MaxTokens;
+    c.structured_output = redjury::StructuredOutput::JsonObject;
     c.api_key_env = None;
     let judge = Judge::new(c, Auth::None).expect("judge");
     assert!(judge.can_call());
@@ -655,7 +639,7 @@ async fn openai_compatible_servers_get_their_fields_and_no_key() {
     // the verdicts are still read from the reply's JSON text.
     let plain = MockServer::start(answering("openai", &["r1"])).await;
     let mut c = config(Provider::Openai, &plain.url());
-    c.structured_output = redjury::judge::config::StructuredOutput::None;
+    c.structured_output = redjury::StructuredOutput::None;
     let (cache, _dir) = temp_cache("compatible-none");
     let r = with_config(c).call(&prompt("doc"), 0, &cache).await;
     assert_eq!(r.failure, None);

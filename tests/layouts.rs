@@ -3,7 +3,7 @@
 use crate::common::root;
 use std::path::{Path, PathBuf};
 
-use redjury::task::{find_outputs, load_tasks};
+use redjury::{find_outputs, load_tasks};
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");

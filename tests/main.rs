@@ -16,7 +16,6 @@ mod calibrate;
 mod checks;
 mod cli;
 mod commands;
-mod corpus_oracle;
 mod example;
 mod family;
 mod fixtures;

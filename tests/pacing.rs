@@ -12,11 +12,11 @@ mod mock;
 use std::sync::Arc;
 
 use mock::*;
-use redjury::cache::Cache;
-use redjury::judge::config::{JudgeConfig, Provider, Rate};
-use redjury::judge::{Auth, Judge};
-use redjury::prompt::Templates;
-use redjury::task::{Rubric, Side, Task};
+use redjury::Cache;
+use redjury::Templates;
+use redjury::{Auth, Judge};
+use redjury::{JudgeConfig, Provider, Rate};
+use redjury::{Rubric, Side, Task};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn header_pacing_holds_a_sliding_window_limit() {

@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use redjury::aggregate::Bootstrap;
-use redjury::report::Summary;
-use redjury::score::TaskResult;
+use redjury::Bootstrap;
+use redjury::Summary;
+use redjury::TaskResult;
 use serde_json::Value;
 
 fn dir() -> PathBuf {

@@ -262,8 +262,7 @@ async fn a_killed_run_loses_no_answer_and_resumes_from_the_cache() {
     let _ = child.wait();
     let sent_before = server.requests().len();
     assert!((4..13).contains(&sent_before), "killed mid-run after {sent_before} calls");
-    let stored =
-        redjury::cache::Cache::open(&cache).expect("cache").response_count().expect("count");
+    let stored = redjury::Cache::open(&cache).expect("cache").response_count().expect("count");
     assert!(stored >= 3, "every answer received before the kill is in the cache: {stored}");
     // Resume: only the calls without a stored answer go out.
     let (code, out, err) = redjury(args, true).await;

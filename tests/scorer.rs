@@ -4,12 +4,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::common::mock::*;
-use redjury::cache::Cache;
-use redjury::judge::config::{JudgeConfig, Provider, Rate};
-use redjury::judge::{Auth, Judge};
-use redjury::pipeline::{JudgeMode, OutputSource, Progress, Scorer};
-use redjury::prompt::Templates;
-use redjury::task::load_tasks;
+use redjury::Cache;
+use redjury::Templates;
+use redjury::load_tasks;
+use redjury::{Auth, Judge};
+use redjury::{JudgeConfig, Provider, Rate};
+use redjury::{JudgeMode, OutputSource, Progress, Scorer};
 
 #[derive(Default)]
 struct Counting {

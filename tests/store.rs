@@ -226,7 +226,7 @@ async fn a_cache_from_a_newer_redjury_is_refused_before_any_call() {
     let dir = temp_dir("store-newer");
     let panel = judges.panel(&dir, "gemini-test");
     let cache = dir.join("cache.sqlite");
-    drop(redjury::cache::Cache::open(&cache).unwrap());
+    drop(redjury::Cache::open(&cache).unwrap());
     let conn = rusqlite::Connection::open(&cache).unwrap();
     conn.execute_batch("PRAGMA user_version = 7").unwrap();
     drop(conn);
@@ -236,10 +236,7 @@ async fn a_cache_from_a_newer_redjury_is_refused_before_any_call() {
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("written by a newer redjury (store schema 7"), "{err}");
     assert!(
-        err.contains(&format!(
-            "this redjury knows store schema {}",
-            redjury::cache::SCHEMA_VERSION
-        )),
+        err.contains(&format!("this redjury knows store schema {}", redjury::SCHEMA_VERSION)),
         "{err}"
     );
     assert!(err.contains("upgrade redjury"), "{err}");

@@ -35,7 +35,7 @@ pub struct Departure {
 
 impl Departure {
     /// The share of votes that differ from the panel (0 without votes).
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         if self.votes == 0 { 0.0 } else { self.differ as f64 / self.votes as f64 }
     }
 }
@@ -57,7 +57,7 @@ pub struct Agreement {
 
 impl Agreement {
     /// The judge whose votes differ from the panel's verdict most often.
-    pub fn most_departing(&self) -> Option<&Departure> {
+    pub(crate) fn most_departing(&self) -> Option<&Departure> {
         self.departures.iter().filter(|d| d.votes > 0).fold(None, |best: Option<&Departure>, d| {
             match best {
                 Some(b) if b.rate() >= d.rate() => Some(b),
@@ -71,7 +71,14 @@ impl Agreement {
 type Votes = BTreeMap<String, Option<Verdict>>;
 
 /// Agreement over every judge rubric of `rows`.
-pub fn agreement(rows: &[TaskResult]) -> Agreement {
+impl Agreement {
+    /// How far the judges agree over `rows` (as `redjury report` shows it).
+    pub fn of(rows: &[TaskResult]) -> Agreement {
+        agreement(rows)
+    }
+}
+
+pub(crate) fn agreement(rows: &[TaskResult]) -> Agreement {
     let items: Vec<(&Votes, Option<Verdict>)> = rows
         .iter()
         .flat_map(|r| {
@@ -119,7 +126,7 @@ pub fn agreement(rows: &[TaskResult]) -> Agreement {
 /// Fleiss' kappa for two categories: `passes[i]` of `raters` judges said
 /// PASS on item i (every judge rated every item). `None` without items or
 /// when chance agreement is perfect (no variation at all).
-pub fn fleiss_kappa(passes: &[usize], raters: usize) -> Option<f64> {
+pub(crate) fn fleiss_kappa(passes: &[usize], raters: usize) -> Option<f64> {
     if passes.is_empty() || raters < 2 {
         return None;
     }

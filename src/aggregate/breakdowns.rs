@@ -120,7 +120,7 @@ fn draw(sample: &[&Group]) -> BTreeMap<(usize, String), f64> {
 }
 
 /// Every breakdown's 95% interval, resampling input groups.
-pub fn breakdown_cis(rows: &[TaskResult], boot: Bootstrap) -> Option<BreakdownCis> {
+pub(crate) fn breakdown_cis(rows: &[TaskResult], boot: Bootstrap) -> Option<BreakdownCis> {
     let groups: Vec<Group> = groups(rows).into_iter().map(|(_, g)| g).collect();
     percentiles(groups.len(), boot, |picks| {
         let sample: Vec<&Group> = picks.iter().map(|&i| &groups[i]).collect();
@@ -130,7 +130,7 @@ pub fn breakdown_cis(rows: &[TaskResult], boot: Bootstrap) -> Option<BreakdownCi
 
 /// Every breakdown's paired 95% interval of A − B over the input groups
 /// both runs have: each draw resamples the same groups in both.
-pub fn paired_delta_cis(
+pub(crate) fn paired_delta_cis(
     a: &[TaskResult],
     b: &[TaskResult],
     boot: Bootstrap,

@@ -107,7 +107,7 @@ impl Confusion {
 /// Krippendorff's α for nominal data: each unit is the list of verdicts
 /// its raters gave (`None` = no verdict; units with fewer than two
 /// verdicts are left out). α = 1 − D₀/Dₑ from the coincidence matrix.
-pub fn krippendorff_alpha(units: &[Vec<Option<Verdict>>]) -> Option<f64> {
+pub(crate) fn krippendorff_alpha(units: &[Vec<Option<Verdict>>]) -> Option<f64> {
     // Coincidences o[c][k], c,k ∈ {PASS, FAIL}.
     let mut o = [[0.0f64; 2]; 2];
     let index = |v: Verdict| match v {
@@ -154,7 +154,7 @@ pub struct Estimate {
 /// `metric` over every group's items, with a percentile bootstrap that
 /// resamples the groups (tasks) with replacement `resamples` times from
 /// `seed`. Resamples where the metric is undefined are skipped.
-pub fn estimate<T: Clone>(
+pub(crate) fn estimate<T: Clone>(
     groups: &BTreeMap<String, Vec<T>>,
     metric: impl Fn(&[T]) -> Option<f64>,
     resamples: usize,

@@ -10,7 +10,7 @@ use crate::score::TaskResult;
 
 /// One row scored in both runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairedRow {
+pub(crate) struct PairedRow {
     /// The task.
     pub task: String,
     /// The trial.
@@ -23,7 +23,7 @@ pub struct PairedRow {
 
 /// The comparison of run A with run B.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// Run A's figures over the shared rows.
     pub a: Figures,
     /// Run B's figures over the shared rows.
@@ -39,7 +39,7 @@ pub struct Comparison {
 
 impl Comparison {
     /// The rows whose reward moved most, largest |A − B| first.
-    pub fn movers(&self, n: usize) -> Vec<&PairedRow> {
+    pub(crate) fn movers(&self, n: usize) -> Vec<&PairedRow> {
         let mut v: Vec<&PairedRow> = self.rows.iter().filter(|r| r.a != r.b).collect();
         v.sort_by(|x, y| {
             (y.a - y.b)
@@ -53,7 +53,7 @@ impl Comparison {
 }
 
 /// Compares two runs over the rows both counted (scored or gate-failed).
-pub fn compare(a_rows: &[TaskResult], b_rows: &[TaskResult], boot: Bootstrap) -> Comparison {
+pub(crate) fn compare(a_rows: &[TaskResult], b_rows: &[TaskResult], boot: Bootstrap) -> Comparison {
     let key = |r: &TaskResult| (r.task.clone(), r.trial.clone());
     let b_index: BTreeMap<(String, String), &TaskResult> =
         b_rows.iter().filter(|r| r.counts()).map(|r| (key(r), r)).collect();

@@ -19,10 +19,14 @@
 //! average an incomplete or pending row into a mean, and never drop a gate
 //! failure from one (it counts as 0).
 
-pub mod agreement;
-pub mod breakdowns;
-pub mod calibration;
-pub mod compare;
+pub(crate) mod agreement;
+pub(crate) mod breakdowns;
+pub(crate) mod calibration;
+pub(crate) mod compare;
+mod cost;
+
+pub(crate) use cost::Billed;
+pub use cost::{PriceError, Prices};
 pub(crate) mod python;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -92,7 +96,7 @@ pub struct Figures {
 }
 
 /// `round(x, 4)`, as Python computes it.
-pub fn round4(x: f64) -> f64 {
+pub(crate) fn round4(x: f64) -> f64 {
     py_round(x, 4)
 }
 
@@ -154,7 +158,7 @@ fn group_means(counted: &[&TaskResult]) -> Ordered<String, f64> {
 
 /// The (scenario, turn) cells in order of first appearance: each cell's
 /// rounded mean of its groups, and the side of its first row.
-pub fn cells(rows: &[TaskResult]) -> Vec<((String, u32), f64, Side)> {
+pub(crate) fn cells(rows: &[TaskResult]) -> Vec<((String, u32), f64, Side)> {
     let counted: Vec<&TaskResult> = rows.iter().filter(|r| r.counts()).collect();
     cells_of(&counted, &group_means(&counted))
 }
@@ -182,7 +186,7 @@ fn cells_of(
 }
 
 /// Figures over the rows that count (scored and gate-failed).
-pub fn figures(rows: &[TaskResult]) -> Figures {
+pub(crate) fn figures(rows: &[TaskResult]) -> Figures {
     let counted: Vec<&TaskResult> = rows.iter().filter(|r| r.counts()).collect();
     let groups = group_means(&counted);
     let cells = cells_of(&counted, &groups);
@@ -244,7 +248,7 @@ fn by_category(rows: &[&TaskResult]) -> BTreeMap<String, f64> {
 }
 
 /// Counts of each status.
-pub fn counts(rows: &[TaskResult], missing_outputs: usize) -> Counts {
+pub(crate) fn counts(rows: &[TaskResult], missing_outputs: usize) -> Counts {
     let n = |s: Status| rows.iter().filter(|r| r.status == s).count();
     Counts {
         results: rows.len(),
@@ -266,7 +270,7 @@ fn trial_order(a: &str, b: &str) -> std::cmp::Ordering {
 
 /// Best-of-k: each task's best trial by published reward, ties to the
 /// lowest trial, in the order tasks first appear.
-pub fn best_of_trials(rows: &[TaskResult]) -> Vec<TaskResult> {
+pub(crate) fn best_of_trials(rows: &[TaskResult]) -> Vec<TaskResult> {
     let mut best: Ordered<String, Option<&TaskResult>> = Ordered::new();
     for r in rows.iter().filter(|r| r.counts()) {
         let slot = best.entry(&r.task);
@@ -286,7 +290,7 @@ pub fn best_of_trials(rows: &[TaskResult]) -> Vec<TaskResult> {
 
 /// The reference's CI seed for a model name: the sum of its UTF-8 bytes
 /// modulo 2³² (`metrics_summary._model_seed`).
-pub fn model_seed(model: &str) -> u64 {
+pub(crate) fn model_seed(model: &str) -> u64 {
     model.bytes().map(u64::from).sum::<u64>() % (1 << 32)
 }
 
@@ -294,7 +298,7 @@ pub fn model_seed(model: &str) -> u64 {
 /// appearance) resampled with `random.Random(seed).randrange`, each
 /// replicate their left-to-right sum over k (CPython 3.11's `sum`), the
 /// sorted replicates at ⌊0.025·n⌋ and ⌊0.975·n⌋, rounded.
-pub fn reference_ci(rows: &[TaskResult], boot: Bootstrap) -> [f64; 2] {
+pub(crate) fn reference_ci(rows: &[TaskResult], boot: Bootstrap) -> [f64; 2] {
     let values: Vec<f64> = cells(rows).into_iter().map(|(_, v, _)| v).collect();
     match values.as_slice() {
         [] => return [0.0, 0.0],
@@ -318,15 +322,15 @@ pub fn reference_ci(rows: &[TaskResult], boot: Bootstrap) -> [f64; 2] {
 }
 
 /// SplitMix64: small, fast, and the same sequence on every platform.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         Rng(seed)
     }
     /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -334,7 +338,7 @@ impl Rng {
         z ^ (z >> 31)
     }
     /// Uniform in 0..n (multiply-high; no float involved).
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
     }
 }
@@ -343,7 +347,7 @@ impl Rng {
 /// resamples input groups with replacement (the unit the benchmark's tasks
 /// come in), bit-for-bit reproducible for a seed. `sorted[⌊0.025·n⌋]` and
 /// `sorted[⌊0.975·n⌋]`.
-pub fn bootstrap_ci(rows: &[TaskResult], boot: Bootstrap) -> Option<[f64; 2]> {
+pub(crate) fn bootstrap_ci(rows: &[TaskResult], boot: Bootstrap) -> Option<[f64; 2]> {
     let groups = group_cells(rows);
     if groups.len() < 2 || boot.resamples == 0 {
         return figures(rows).turn_weighted.map(|t| [t, t]);
@@ -356,7 +360,7 @@ pub fn bootstrap_ci(rows: &[TaskResult], boot: Bootstrap) -> Option<[f64; 2]> {
 /// Paired percentile bootstrap 95% CI of turn_weighted(A) − turn_weighted(B)
 /// over the input groups both runs scored: every draw resamples the same
 /// groups in both runs.
-pub fn paired_bootstrap_ci(
+pub(crate) fn paired_bootstrap_ci(
     a: &[TaskResult],
     b: &[TaskResult],
     boot: Bootstrap,

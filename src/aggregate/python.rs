@@ -374,7 +374,7 @@ fn round_big_to_f64(q: &BigU, e: i64, sticky: bool) -> f64 {
 /// result is `(0 + x1 + x2 + ...) / n` over the non-finite items only (so NaN,
 /// or ±inf, or NaN for inf + -inf).  An exact-zero mean is `+0.0` (even
 /// for `[-0.0]`), as in Python.
-pub fn py_mean(values: &[f64]) -> Option<f64> {
+pub(crate) fn py_mean(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
@@ -433,7 +433,7 @@ pub fn py_mean(values: &[f64]) -> Option<f64> {
 /// OverflowError "rounded value too large to represent", e.g.
 /// `round(1.7e308, -308)` — this returns ±inf; use [`py_round_checked`] to
 /// detect it.  NaN / ±inf are returned unchanged.
-pub fn py_round(x: f64, ndigits: i32) -> f64 {
+pub(crate) fn py_round(x: f64, ndigits: i32) -> f64 {
     match py_round_checked(x, ndigits) {
         Some(v) => v,
         None => {
@@ -454,7 +454,7 @@ pub fn py_round(x: f64, ndigits: i32) -> f64 {
 /// (half-even on the exact binary value) to a multiple of 10^-ndigits, the
 /// string is parsed back with a correctly rounded strtod, and the sign of x
 /// is kept (so -0.00001 -> -0.0).
-pub fn py_round_checked(x: f64, ndigits: i32) -> Option<f64> {
+pub(crate) fn py_round_checked(x: f64, ndigits: i32) -> Option<f64> {
     if !x.is_finite() {
         return Some(x);
     }
@@ -558,7 +558,7 @@ const MT_M: usize = 397;
 
 /// `random.Random` of CPython 3.11 (MT19937, same seeding and derivations).
 #[derive(Clone)]
-pub struct PyRandom {
+pub(crate) struct PyRandom {
     mt: [u32; MT_N],
     mti: usize,
 }
@@ -617,7 +617,7 @@ impl PyRandom {
 
     /// Seed from the little-endian 32-bit words of abs(seed) (CPython
     /// `random_seed`: high zero words are dropped, at least one word kept).
-    pub fn from_le_words(words: &[u32]) -> Self {
+    pub(crate) fn from_le_words(words: &[u32]) -> Self {
         let mut len = words.len();
         while len > 0 && words[len - 1] == 0 {
             len -= 1;
@@ -629,18 +629,18 @@ impl PyRandom {
     }
 
     /// `random.Random(seed)` for 0 <= seed < 2^128.
-    pub fn from_u128(seed: u128) -> Self {
+    pub(crate) fn from_u128(seed: u128) -> Self {
         let w = [seed as u32, (seed >> 32) as u32, (seed >> 64) as u32, (seed >> 96) as u32];
         Self::from_le_words(&w)
     }
 
     /// `random.Random(seed)` for 0 <= seed < 2^64.
-    pub fn from_u64(seed: u64) -> Self {
+    pub(crate) fn from_u64(seed: u64) -> Self {
         Self::from_u128(seed as u128)
     }
 
     /// genrand_uint32
-    pub fn next_u32(&mut self) -> u32 {
+    pub(crate) fn next_u32(&mut self) -> u32 {
         const MAG01: [u32; 2] = [0, 0x9908_b0df];
         const UPPER: u32 = 0x8000_0000;
         const LOWER: u32 = 0x7fff_ffff;
@@ -672,7 +672,7 @@ impl PyRandom {
 
     /// `getrandbits(k)` for 0 <= k <= 128 (k > 128 is clamped to 128;
     /// use [`getrandbits_words`](Self::getrandbits_words) for more).
-    pub fn getrandbits_u128(&mut self, k: u32) -> u128 {
+    pub(crate) fn getrandbits_u128(&mut self, k: u32) -> u128 {
         let k = k.min(128);
         if k == 0 {
             return 0;
@@ -699,7 +699,7 @@ impl PyRandom {
 
     /// `_randbelow_with_getrandbits(n)`; `None` for n == 0 (Python would
     /// loop forever / callers raise before reaching it).
-    pub fn randbelow(&mut self, n: u128) -> Option<u128> {
+    pub(crate) fn randbelow(&mut self, n: u128) -> Option<u128> {
         if n == 0 {
             return None;
         }
@@ -713,7 +713,7 @@ impl PyRandom {
     }
 
     /// `randrange(stop)`; `None` where Python raises ValueError (stop <= 0).
-    pub fn randrange(&mut self, stop: i64) -> Option<i64> {
+    pub(crate) fn randrange(&mut self, stop: i64) -> Option<i64> {
         if stop <= 0 {
             return None;
         }

@@ -28,8 +28,10 @@ use crate::prompt::Prompt;
 mod batches;
 mod sqlite;
 
-pub use batches::{BatchItem, BatchRecord, BatchState};
-pub use sqlite::{Access, SCHEMA_VERSION};
+pub(crate) use batches::BatchItem;
+pub use batches::{BatchRecord, BatchState};
+pub(crate) use sqlite::Access;
+pub use sqlite::SCHEMA_VERSION;
 
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -130,7 +132,7 @@ impl CallKey {
 }
 
 /// How long a database locked by another process is waited for.
-pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The result of asking to send a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,7 +170,7 @@ fn now() -> i64 {
 }
 
 /// Seconds since the Unix epoch, as the store records times.
-pub fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     now()
 }
 
@@ -534,7 +536,7 @@ impl Cache {
 
 /// A lease owner name for this process: "host/pid/nonce", so that another
 /// process on the same machine can tell when the owner is gone.
-pub fn lease_owner(nonce: &str) -> String {
+pub(crate) fn lease_owner(nonce: &str) -> String {
     format!("{}/{}/{nonce}", host_name(), std::process::id())
 }
 
@@ -544,7 +546,7 @@ fn host_name() -> String {
 
 /// Whether a lease owner is a process of this machine that no longer runs.
 /// Only Linux can tell (through /proc); elsewhere leases wait for expiry.
-pub fn owner_is_gone(owner: &str) -> bool {
+pub(crate) fn owner_is_gone(owner: &str) -> bool {
     let mut parts = owner.splitn(3, '/');
     let (Some(host), Some(pid)) = (parts.next(), parts.next()) else { return false };
     cfg!(target_os = "linux")

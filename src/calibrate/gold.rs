@@ -37,6 +37,19 @@ pub struct GoldSet {
     pub outputs: Vec<LabelledOutput>,
 }
 
+impl GoldSet {
+    /// Reads `<gold>/verdicts/*.json` against `tasks`, finding each output
+    /// under `gold` or `outputs` (see README: the calibration set); every
+    /// problem is reported at once.
+    pub fn load(
+        gold: &Path,
+        outputs: &[PathBuf],
+        tasks: &[Arc<Task>],
+    ) -> Result<GoldSet, GoldError> {
+        load(gold, outputs, tasks)
+    }
+}
+
 /// Why a calibration set cannot be used; the message lists every problem.
 #[derive(Debug, thiserror::Error)]
 #[error("calibration set {dir}: {}", .problems.join("\n  "))]
@@ -66,7 +79,7 @@ struct Label {
 /// `<gold>/outputs/<name>/<task>.docx`, each `<outputs>/<name>/<task>.docx`,
 /// and for `gold`, `<gold>/redlines/<task>.docx` — each folder also as
 /// `<task>.xlsx`, for tasks whose output is a workbook.
-pub fn candidates(gold: &Path, outputs: &[PathBuf], name: &str, task: &str) -> Vec<PathBuf> {
+pub(crate) fn candidates(gold: &Path, outputs: &[PathBuf], name: &str, task: &str) -> Vec<PathBuf> {
     let mut dirs = vec![gold.join("outputs").join(name)];
     dirs.extend(outputs.iter().map(|d| d.join(name)));
     if name == "gold" {
@@ -76,7 +89,11 @@ pub fn candidates(gold: &Path, outputs: &[PathBuf], name: &str, task: &str) -> V
 }
 
 /// Reads `<gold>/verdicts/*.json` against `tasks`, finding each output.
-pub fn load(gold: &Path, outputs: &[PathBuf], tasks: &[Arc<Task>]) -> Result<GoldSet, GoldError> {
+pub(crate) fn load(
+    gold: &Path,
+    outputs: &[PathBuf],
+    tasks: &[Arc<Task>],
+) -> Result<GoldSet, GoldError> {
     let fail = |problems| GoldError { dir: gold.to_path_buf(), problems };
     let dir = gold.join("verdicts");
     let entries = std::fs::read_dir(&dir)

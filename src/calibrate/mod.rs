@@ -11,10 +11,10 @@
 //! never count an abstention as a wrong verdict (the figures are over
 //! decided items; abstention rates are reported beside them).
 
-pub mod doctored;
-pub mod gold;
+pub(crate) mod doctored;
+pub(crate) mod gold;
 mod probes;
-pub mod report;
+pub(crate) mod report;
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -23,9 +23,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::calibration::{self, Confusion, Estimate};
+use crate::aggregate::{Billed, Prices};
 use crate::pipeline::{OutputSource, Prepared, Progress, Scorer};
 use crate::prompt::{Prompt, Templates};
-use crate::report::{Billed, Prices};
 use crate::score::{RubricKind, TaskResult};
 use crate::task::Task;
 use crate::verdict::Verdict;
@@ -467,7 +467,7 @@ fn recommend(panels: &[PanelChoice], within: f64) -> Option<PanelChoice> {
 
 /// Runs the calibration: every labelled output judged, the figures, the
 /// panels, and the probes asked for.
-pub async fn run(
+pub(crate) async fn run(
     scorer: &Scorer,
     set: &GoldSet,
     settings: &CalibrateSettings,

@@ -10,7 +10,7 @@ use super::{CalibrateError, Calibration, RaterFigures};
 use crate::aggregate::calibration::Estimate;
 
 /// Writes `calibration.json` and `calibration.md` into `dir`.
-pub fn write(dir: &Path, c: &Calibration) -> std::io::Result<()> {
+pub(crate) fn write(dir: &Path, c: &Calibration) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let json = serde_json::to_vec_pretty(c).map_err(std::io::Error::other)?;
     crate::report::write_atomic(&dir.join("calibration.json"), &json)?;
@@ -18,7 +18,7 @@ pub fn write(dir: &Path, c: &Calibration) -> std::io::Result<()> {
 }
 
 /// Reads a calibration folder's `calibration.json`.
-pub fn load(dir: &Path) -> Result<Calibration, CalibrateError> {
+pub(crate) fn load(dir: &Path) -> Result<Calibration, CalibrateError> {
     let path = dir.join("calibration.json");
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -53,7 +53,7 @@ fn rater_row(out: &mut String, name: &str, f: &RaterFigures) {
 }
 
 /// The judges' and the panel's agreement with gold, as a table.
-pub fn agreement_table(c: &Calibration) -> String {
+pub(crate) fn agreement_table(c: &Calibration) -> String {
     let mut out = String::from(
         "| rater | items | accuracy [95% CI] | Cohen's κ [95% CI] | macro-F1 [95% CI] | abstained % | USD / 1,000 verdicts |\n|---|---|---|---|---|---|---|\n",
     );
@@ -67,7 +67,7 @@ pub fn agreement_table(c: &Calibration) -> String {
 /// How far a run's judges and panel agree with gold, from a calibration
 /// made with the same judges (each judge's model is compared; a
 /// different model or prompt version is said).
-pub fn for_run(c: &Calibration, run: &crate::report::Summary) -> String {
+pub(crate) fn for_run(c: &Calibration, run: &crate::report::Summary) -> String {
     let mut out = String::from("\n## Panel calibration\n\n");
     for (name, j) in &run.judges {
         match c.models.get(name) {
@@ -99,7 +99,7 @@ pub fn for_run(c: &Calibration, run: &crate::report::Summary) -> String {
 }
 
 /// The agreement table as the HTML report takes it.
-pub fn trust(c: &Calibration) -> Vec<crate::report::html::Trust> {
+pub(crate) fn trust(c: &Calibration) -> Vec<crate::report::html::Trust> {
     let one = |name: &str, f: &RaterFigures| {
         let pick = |e: &Option<Estimate>| e.map(|e| (e.value, e.ci95));
         crate::report::html::Trust {
@@ -114,7 +114,7 @@ pub fn trust(c: &Calibration) -> Vec<crate::report::html::Trust> {
 }
 
 /// The whole report.
-pub fn markdown(c: &Calibration) -> String {
+pub(crate) fn markdown(c: &Calibration) -> String {
     let mut out = format!(
         "# Calibration against gold labels\n\n{} tasks, {} labelled outputs, {} judge-rubric verdicts (template {}). CIs resample tasks.\n\n",
         c.tasks,

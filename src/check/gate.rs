@@ -39,7 +39,7 @@ impl GateResult {
 /// ignored and inner runs of whitespace (including non-breaking spaces)
 /// count as one space. Case is kept: "Vendor Counsel" and "vendor counsel"
 /// differ, as they do in Word's review pane.
-pub fn same_author(a: &str, b: &str) -> bool {
+pub(crate) fn same_author(a: &str, b: &str) -> bool {
     normalise_ws(a) == normalise_ws(b)
 }
 

@@ -15,7 +15,7 @@ mod accepted;
 mod author;
 mod comment;
 mod fields;
-pub mod gate;
+pub(crate) mod gate;
 mod numbering;
 mod pattern;
 mod provenance;
@@ -33,7 +33,7 @@ use sections::Sections;
 
 /// The version of check evaluation. Bump it whenever a check can give
 /// another verdict or reason for the same inputs: it keys cached verdicts.
-pub const CHECK_VERSION: u32 = 4;
+pub(crate) const CHECK_VERSION: u32 = 4;
 
 /// A check's verdict and the one-line reason for it.
 pub type Outcome = (Verdict, String);
@@ -62,7 +62,7 @@ pub fn evaluate(
 
 /// Runs a task's checks on one output, mapping the document's sections
 /// once (and the input's once, if a check needs them).
-pub fn evaluate_all(
+pub(crate) fn evaluate_all(
     checks: &[&PreparedCheck],
     doc: &Document,
     input: Option<&Document>,
@@ -118,7 +118,7 @@ fn evaluate_one(check: &PreparedCheck, facts: &Facts<'_>) -> Outcome {
 /// input, or naming two sections (`"Notices"` titling 5.1 and 6.1), is a
 /// load error naming the candidates. A label the input lacks (`"9.4"`) is
 /// not: an output may add that clause.
-pub fn section_name_problems(task: &crate::task::Task) -> Vec<String> {
+pub(crate) fn section_name_problems(task: &crate::task::Task) -> Vec<String> {
     let Some(input) = task.input_doc.as_deref() else { return Vec::new() };
     let sections = Sections::of(input);
     let mut problems = Vec::new();

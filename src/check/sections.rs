@@ -10,7 +10,7 @@ use crate::docx::{Block, Document, Inline, Paragraph, State};
 
 /// Every body paragraph in order (tables included) with the sections it
 /// belongs to.
-pub struct Sections<'d> {
+pub(crate) struct Sections<'d> {
     /// Each body paragraph with the section addresses it lies in.
     pub paragraphs: Vec<(&'d Paragraph, Vec<String>)>,
 }
@@ -26,13 +26,13 @@ fn looks_like_label(s: &str) -> bool {
 }
 
 /// "9." and "9" address the same section; case is ignored.
-pub fn normalise_section(s: &str) -> String {
+pub(crate) fn normalise_section(s: &str) -> String {
     s.trim().trim_end_matches('.').to_lowercase()
 }
 
 impl<'d> Sections<'d> {
     /// Maps `doc`'s body paragraphs to their sections.
-    pub fn of(doc: &'d Document) -> Sections<'d> {
+    pub(crate) fn of(doc: &'d Document) -> Sections<'d> {
         // (list definition, level, label): a label replaces the entries of
         // its own list at its level or deeper; a label from another list
         // (a separately defined "(a)" list inside clause 9) nests.
@@ -57,13 +57,13 @@ impl<'d> Sections<'d> {
     }
 
     /// Whether paragraph `i` lies in `section`.
-    pub fn in_section(&self, i: usize, section: &str) -> bool {
+    pub(crate) fn in_section(&self, i: usize, section: &str) -> bool {
         let want = normalise_section(section);
         self.paragraphs[i].1.contains(&want)
     }
 
     /// Whether any paragraph lies in `section`.
-    pub fn known(&self, section: &str) -> bool {
+    pub(crate) fn known(&self, section: &str) -> bool {
         let want = normalise_section(section);
         self.paragraphs.iter().any(|(_, a)| a.contains(&want))
     }
@@ -73,7 +73,7 @@ impl<'d> Sections<'d> {
     /// and space-insensitively against the text of each labelled
     /// paragraph (with or without its label). `Err` says why, naming the
     /// candidates.
-    pub fn resolve(&self, s: &str) -> Result<String, String> {
+    pub(crate) fn resolve(&self, s: &str) -> Result<String, String> {
         if self.known(s) {
             return Ok(normalise_section(s));
         }
@@ -146,13 +146,13 @@ impl<'d> Sections<'d> {
 
     /// Whether `s` is a label this document lacks and no heading has: a
     /// clause an output may add.
-    pub fn label_to_come(&self, s: &str) -> bool {
+    pub(crate) fn label_to_come(&self, s: &str) -> bool {
         looks_like_label(s) && !self.known(s) && self.titled(&heading_key(s)).0.is_empty()
     }
 
     /// The paragraph index each revision is found in; row and cell
     /// revisions are placed at their row's first paragraph.
-    pub fn revision_paragraphs(&self, doc: &Document) -> HashMap<usize, usize> {
+    pub(crate) fn revision_paragraphs(&self, doc: &Document) -> HashMap<usize, usize> {
         let mut at = HashMap::new();
         let index: HashMap<*const Paragraph, usize> = self
             .paragraphs
@@ -200,7 +200,7 @@ impl<'d> Sections<'d> {
     }
 
     /// The paragraph index where each comment is anchored.
-    pub fn comment_paragraphs(&self) -> HashMap<String, usize> {
+    pub(crate) fn comment_paragraphs(&self) -> HashMap<String, usize> {
         let mut at = HashMap::new();
         for (i, (p, _)) in self.paragraphs.iter().enumerate() {
             for inline in &p.inlines {
@@ -213,7 +213,7 @@ impl<'d> Sections<'d> {
     }
 
     /// Accepted text of the paragraphs in `section` (all, if `None`).
-    pub fn accepted_text(&self, section: Option<&str>) -> String {
+    pub(crate) fn accepted_text(&self, section: Option<&str>) -> String {
         let mut out = Vec::new();
         for (i, (p, _)) in self.paragraphs.iter().enumerate() {
             if section.is_none_or(|s| self.in_section(i, s)) {

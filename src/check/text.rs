@@ -5,12 +5,12 @@ use std::collections::HashMap;
 
 /// Surrounding whitespace removed and inner runs of whitespace (including
 /// non-breaking spaces) collapsed to one space.
-pub fn normalise_ws(s: &str) -> String {
+pub(crate) fn normalise_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Lower-case words with surrounding punctuation removed.
-pub fn tokens(s: &str) -> Vec<String> {
+pub(crate) fn tokens(s: &str) -> Vec<String> {
     s.split_whitespace()
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
         .filter(|w| !w.is_empty())
@@ -19,7 +19,7 @@ pub fn tokens(s: &str) -> Vec<String> {
 
 /// Token F1 of `predicted` against `gold`, as multisets (1.0 when both are
 /// empty).
-pub fn token_f1(gold: &[String], predicted: &[String]) -> f64 {
+pub(crate) fn token_f1(gold: &[String], predicted: &[String]) -> f64 {
     if gold.is_empty() && predicted.is_empty() {
         return 1.0;
     }
@@ -45,7 +45,7 @@ pub fn token_f1(gold: &[String], predicted: &[String]) -> f64 {
 }
 
 /// At most 80 characters of `s`, quoted, for a reason line.
-pub fn preview(s: &str) -> String {
+pub(crate) fn preview(s: &str) -> String {
     let s = normalise_ws(s);
     let t: String = s.chars().take(80).collect();
     if s.chars().count() > 80 { format!("\"{t}…\"") } else { format!("\"{t}\"") }

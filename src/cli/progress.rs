@@ -7,8 +7,7 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use redjury::judge::batch::BatchReport;
-use redjury::pipeline::Progress;
+use redjury::{BatchReport, Progress};
 
 pub struct Bar {
     bar: Option<indicatif::ProgressBar>,

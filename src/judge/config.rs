@@ -58,7 +58,7 @@ impl Provider {
 }
 
 /// The `anthropic-version` the current official SDK sends.
-pub const ANTHROPIC_VERSION: &str = "2026-10-21";
+pub(crate) const ANTHROPIC_VERSION: &str = "2026-10-21";
 
 /// Which request field carries the output-token budget (OpenAI format).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -456,32 +456,9 @@ fn judge(loc: &Locator<'_>, j: &JudgeFile) -> Result<JudgeConfig, ConfigError> {
         return Err(loc.at(j.name.span(), "judge name is empty".into()));
     }
     let n = name.as_str();
-    let temperature = match &j.temperature {
-        Some(t) if !(0.0..=2.0).contains(t.get_ref()) => {
-            return Err(loc.at(
-                t.span(),
-                format!("judge '{n}': temperature must be within 0..2, got {}", t.get_ref()),
-            ));
-        }
-        t => t.as_ref().map(|t| *t.get_ref()),
-    };
     let anthropic_version = anthropic_version(loc, j, n)?;
-    if let (Provider::Anthropic, Some(t)) = (j.provider, &j.temperature)
-        && anthropic_version.as_str() >= "2026-10-21"
-    {
-        let msg = format!(
-            "judge '{n}': anthropic-version {anthropic_version} does not accept temperature; remove it, or pin anthropic_version = \"2023-06-01\" with a model that still takes it"
-        );
-        return Err(loc.at(t.span(), msg));
-    }
-    let base_url = j.base_url.clone().unwrap_or_else(|| j.provider.default_base_url().to_string());
-    let base_url = base_url.trim_end_matches('/').to_string();
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(loc.at(
-            j.name.span(),
-            format!("judge '{n}': base_url must start with http:// or https://, got {base_url:?}"),
-        ));
-    }
+    let temperature = temperature(loc, j, n, &anthropic_version)?;
+    let base_url = base_url(loc, j, n)?;
     if j.provider != Provider::Openai
         && (j.output_tokens_field.is_some() || j.structured_output.is_some())
     {
@@ -561,6 +538,43 @@ fn judge(loc: &Locator<'_>, j: &JudgeFile) -> Result<JudgeConfig, ConfigError> {
             j.provider.batch_limits().1,
         )?,
     })
+}
+
+/// `temperature`: 0 to 2, and only where the Anthropic version still
+/// takes one.
+fn temperature(
+    loc: &Locator<'_>,
+    j: &JudgeFile,
+    n: &str,
+    anthropic_version: &str,
+) -> Result<Option<f64>, ConfigError> {
+    let Some(t) = &j.temperature else { return Ok(None) };
+    if !(0.0..=2.0).contains(t.get_ref()) {
+        return Err(loc.at(
+            t.span(),
+            format!("judge '{n}': temperature must be within 0..2, got {}", t.get_ref()),
+        ));
+    }
+    if j.provider == Provider::Anthropic && anthropic_version >= "2026-10-21" {
+        let msg = format!(
+            "judge '{n}': anthropic-version {anthropic_version} does not accept temperature; remove it, or pin anthropic_version = \"2023-06-01\" with a model that still takes it"
+        );
+        return Err(loc.at(t.span(), msg));
+    }
+    Ok(Some(*t.get_ref()))
+}
+
+/// `base_url`: the provider's own when absent; http or https.
+fn base_url(loc: &Locator<'_>, j: &JudgeFile, n: &str) -> Result<String, ConfigError> {
+    let base_url = j.base_url.clone().unwrap_or_else(|| j.provider.default_base_url().to_string());
+    let base_url = base_url.trim_end_matches('/').to_string();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(loc.at(
+            j.name.span(),
+            format!("judge '{n}': base_url must start with http:// or https://, got {base_url:?}"),
+        ));
+    }
+    Ok(base_url)
 }
 
 /// `anthropic_version`: a date, YYYY-MM-DD, as the API names its versions.

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One budget as a reply described it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Budget {
+pub(crate) struct Budget {
     /// The limit per minute.
     pub limit: Option<u64>,
     /// What is left now.
@@ -28,7 +28,7 @@ impl Budget {
 
 /// Every budget a reply described.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct RateHeaders {
+pub(crate) struct RateHeaders {
     /// Requests.
     pub requests: Option<Budget>,
     /// Tokens (OpenAI: input and output together).
@@ -41,7 +41,7 @@ pub struct RateHeaders {
 
 impl RateHeaders {
     /// Reads the headers of a reply; `header` looks one up by name.
-    pub fn read(header: &dyn Fn(&str) -> Option<String>) -> RateHeaders {
+    pub(crate) fn read(header: &dyn Fn(&str) -> Option<String>) -> RateHeaders {
         let openai = |kind: &str| {
             let b = Budget {
                 limit: header(&format!("x-ratelimit-limit-{kind}")).and_then(|v| count(&v)),
@@ -69,7 +69,8 @@ impl RateHeaders {
     }
 
     /// Whether the reply carried any budget.
-    pub fn any(&self) -> bool {
+    #[cfg(test)]
+    fn any(&self) -> bool {
         self.requests.is_some()
             || self.tokens.is_some()
             || self.input_tokens.is_some()
@@ -83,7 +84,7 @@ fn count(v: &str) -> Option<u64> {
 }
 
 /// A Go duration: "12ms", "1s", "1.5s", "6m0s", "1h2m3s".
-pub fn go_duration(v: &str) -> Option<Duration> {
+pub(crate) fn go_duration(v: &str) -> Option<Duration> {
     let mut rest = v.trim();
     if rest.is_empty() {
         return None;
@@ -111,7 +112,7 @@ pub fn go_duration(v: &str) -> Option<Duration> {
 
 /// The time from now until an RFC 3339 instant ("2026-01-01T00:00:42Z");
 /// zero when it has passed.
-pub fn until_rfc3339(v: &str) -> Option<Duration> {
+pub(crate) fn until_rfc3339(v: &str) -> Option<Duration> {
     let at = rfc3339_seconds(v.trim())?;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs_f64();
     Some(Duration::from_secs_f64((at - now).max(0.0)))

@@ -10,7 +10,7 @@ use super::headers::RateHeaders;
 use super::provider::Request;
 
 /// A reply as received: status, the headers we use, body text.
-pub struct Received {
+pub(super) struct Received {
     pub status: u16,
     pub body: String,
     /// How long the server asked us to wait (`retry-after-ms`,
@@ -24,7 +24,7 @@ pub struct Received {
 
 /// Why no reply was received.
 #[non_exhaustive]
-pub enum TransportError {
+pub(super) enum TransportError {
     Timeout,
     /// No connection could be made (refused, no route, no such host): the
     /// operating system's reason.
@@ -37,7 +37,7 @@ pub enum TransportError {
 }
 
 /// Sends `req` and reads the reply, refusing one larger than `max_bytes`.
-pub async fn exchange(
+pub(super) async fn exchange(
     client: &reqwest::Client,
     req: &Request,
     max_bytes: u64,
@@ -95,27 +95,11 @@ fn transport(e: reqwest::Error) -> TransportError {
 
 /// `Retry-After` as an HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT"): the
 /// time from now until then (zero if it has passed).
-pub fn http_date_delay(value: &str) -> Option<Duration> {
-    let at = parse_http_date(value)?;
-    let now =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() as i64;
-    Some(Duration::from_secs(at.saturating_sub(now).max(0) as u64))
-}
-
-/// Seconds since the Unix epoch of an IMF-fixdate (RFC 9110 §5.6.7).
-fn parse_http_date(value: &str) -> Option<i64> {
-    // "Sun, 06 Nov 1994 08:49:37 GMT"
-    let rest = value.trim().split_once(", ")?.1;
-    let parts: Vec<&str> = rest.split_whitespace().collect();
-    let [day, month, year, time, "GMT"] = parts.as_slice() else { return None };
-    let day: i64 = day.parse().ok()?;
-    let months =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let month = months.iter().position(|m| m == month)? as i64 + 1;
-    let year: i64 = year.parse().ok()?;
-    let hms: Vec<i64> = time.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
-    let [h, m, s] = hms.as_slice() else { return None };
-    Some(crate::calendar::days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s)
+pub(super) fn http_date_delay(value: &str) -> Option<Duration> {
+    // IMF-fixdate and the two obsolete forms RFC 9110 §5.6.7 says a
+    // recipient must accept.
+    let at = httpdate::parse_http_date(value.trim()).ok()?;
+    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
 }
 
 /// Gemini's 429 bodies carry `RetryInfo.retryDelay` ("38s").
@@ -135,11 +119,12 @@ mod tests {
 
     #[test]
     fn http_dates() {
-        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
-        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
-        assert_eq!(parse_http_date("Mon, 30 Nov 2026 09:00:00 GMT"), Some(1_796_029_200));
-        assert_eq!(parse_http_date("tomorrow"), None);
         assert_eq!(http_date_delay("Thu, 01 Jan 1970 00:00:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(http_date_delay("Sunday, 06-Nov-94 08:49:37 GMT"), Some(Duration::ZERO));
+        assert_eq!(http_date_delay("tomorrow"), None);
+        let soon = std::time::SystemTime::now() + Duration::from_secs(3600);
+        let delay = http_date_delay(&httpdate::fmt_http_date(soon)).unwrap();
+        assert!(delay > Duration::from_secs(3590) && delay <= Duration::from_secs(3600));
     }
 
     #[test]

@@ -27,7 +27,7 @@ use super::headers::RateHeaders;
 
 /// The share of a limit paced at: a request early by a few milliseconds
 /// must not make a full window overflow.
-pub const SAFETY: f64 = 0.97;
+pub(crate) const SAFETY: f64 = 0.97;
 
 /// The rate an `rpm = "auto"` judge starts at until a reply reports its
 /// limit (the first reply comes within a request or two).
@@ -92,7 +92,7 @@ struct Pace {
 }
 
 /// One judge's pacing: requests, tokens and calls in flight.
-pub struct Limiter {
+pub(crate) struct Limiter {
     rpm: Rate,
     /// Output tokens a request may use (its `max_output_tokens`): what it
     /// needs left of a reported output-token budget to go; 0 = unchecked.
@@ -109,7 +109,7 @@ pub struct Limiter {
 }
 
 /// Leave to send one request; dropping it frees the slot.
-pub struct Pass {
+pub(crate) struct Pass {
     _slot: OwnedSemaphorePermit,
     /// This request's number among the judge's requests.
     number: u64,
@@ -118,7 +118,7 @@ pub struct Pass {
 impl Limiter {
     /// Paces `rpm` requests and `tpm` tokens a minute (or what the
     /// provider's headers say), `max_concurrency` at once.
-    pub fn new(rpm: Rate, tpm: Rate, max_concurrency: u32) -> Limiter {
+    pub(crate) fn new(rpm: Rate, tpm: Rate, max_concurrency: u32) -> Limiter {
         let tokens = tpm.per_minute().map(|tpm| {
             let one = NonZeroU32::MIN;
             // Tokens refill continuously; the bucket holds three seconds' worth.
@@ -152,13 +152,13 @@ impl Limiter {
 
     /// Holds a request while the provider reports fewer output tokens
     /// left than one request may use (`max_output_tokens`).
-    pub fn with_output_reserve(mut self, max_output_tokens: u64) -> Limiter {
+    pub(crate) fn with_output_reserve(mut self, max_output_tokens: u64) -> Limiter {
         self.output_reserve = max_output_tokens;
         self
     }
 
     /// Waits for a concurrency slot, then for the token and request budgets.
-    pub async fn acquire(&self, estimated_tokens: u64) -> Pass {
+    pub(crate) async fn acquire(&self, estimated_tokens: u64) -> Pass {
         #[allow(clippy::expect_used)]
         let permit = self
             .slots
@@ -269,7 +269,7 @@ impl Limiter {
 
     /// Learns from the reply to `pass`'s request: the limits and budgets
     /// its headers report, and whether it was a 429 (`rate_limited`).
-    pub fn observe(&self, pass: &Pass, headers: &RateHeaders, rate_limited: bool) {
+    pub(crate) fn observe(&self, pass: &Pass, headers: &RateHeaders, rate_limited: bool) {
         // Requests sent after this one reached the provider after its
         // budget was counted: they will spend what it says is left.
         let others = self.sent.load(Ordering::Relaxed).saturating_sub(pass.number);
@@ -340,7 +340,7 @@ impl Limiter {
 
     /// The request of `pass` got no reply (a timeout, a refused
     /// connection): the requests waiting for a first reply go on.
-    pub fn unanswered(&self, _pass: &Pass) {
+    pub(crate) fn unanswered(&self, _pass: &Pass) {
         let mut p = self.pace.lock().unwrap_or_else(|e| e.into_inner());
         if !p.replied {
             p.replied = true;
@@ -349,7 +349,7 @@ impl Limiter {
     }
 
     /// What the provider reported, and the pace now.
-    pub fn observed(&self) -> ObservedLimits {
+    pub(crate) fn observed(&self) -> ObservedLimits {
         let p = self.pace.lock().unwrap_or_else(|e| e.into_inner());
         ObservedLimits { paced_rpm: self.rate(&p), ..p.observed }
     }

@@ -11,13 +11,13 @@
 //! with their reason), never cache a truncated or unusable reply, and never
 //! let an API key reach a log, an error, the cache or the results.
 
-pub mod batch;
-pub mod config;
-pub mod headers;
+pub(crate) mod batch;
+pub(crate) mod config;
+pub(crate) mod headers;
 mod http;
-pub mod limiter;
-pub mod provider;
-pub mod verdicts;
+pub(crate) mod limiter;
+pub(crate) mod provider;
+pub(crate) mod verdicts;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -35,94 +35,51 @@ use limiter::Limiter;
 use provider::{ErrorClass, Reply, Usage};
 use verdicts::JudgeVote;
 
-/// Running totals for one judge, handed to the results.
-#[derive(Default)]
-pub struct Counters {
-    /// HTTP requests sent, retries included.
-    pub requests: AtomicU64,
-    /// Calls answered from the cache.
-    pub cache_hits: AtomicU64,
-    /// Requests that were retries.
-    pub retries: AtomicU64,
-    /// Calls that ended without an answer.
-    pub failures: AtomicU64,
-    /// Billed prompt tokens.
-    pub input_tokens: AtomicU64,
-    /// Billed output tokens.
-    pub output_tokens: AtomicU64,
-    /// Prompt tokens read from the provider's prompt cache.
-    pub cached_tokens: AtomicU64,
-    /// Prompt tokens written to the provider's prompt cache.
-    pub cache_write_tokens: AtomicU64,
-    /// Replies with status 429.
-    pub rate_limited: AtomicU64,
-    /// Calls answered through the provider's batch API.
-    pub batch_calls: AtomicU64,
-    /// Prompt tokens billed at the batch rate.
-    pub batch_input_tokens: AtomicU64,
-    /// Output tokens billed at the batch rate.
-    pub batch_output_tokens: AtomicU64,
-    /// Of the batch prompt tokens, those read from the prompt cache.
-    pub batch_cached_tokens: AtomicU64,
+/// Declares a judge's counters from one list of fields: `Counters`
+/// (atomics, added to as calls go), `CounterSnapshot` (plain numbers, in
+/// summary.json; a field missing from an older one reads 0) and the copy
+/// from one to the other.
+macro_rules! counters {
+    ($($doc:literal $field:ident,)*) => {
+        /// Running totals for one judge, handed to the results.
+        #[derive(Default)]
+        pub struct Counters {
+            $(#[doc = $doc] pub $field: AtomicU64,)*
+        }
+
+        /// A copy of [`Counters`] at one moment.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+        #[serde(default)]
+        pub struct CounterSnapshot {
+            $(#[doc = $doc] pub $field: u64,)*
+        }
+
+        impl Counters {
+            /// The totals now.
+            pub fn snapshot(&self) -> CounterSnapshot {
+                CounterSnapshot { $($field: self.$field.load(Ordering::Relaxed),)* }
+            }
+        }
+    };
 }
 
-/// A copy of [`Counters`] at one moment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct CounterSnapshot {
-    /// HTTP requests sent (retries included).
-    pub requests: u64,
-    /// Calls answered from the cache.
-    pub cache_hits: u64,
-    /// Requests that were retries.
-    pub retries: u64,
-    /// Calls that ended without an answer.
-    pub failures: u64,
-    /// Billed prompt tokens, of every 2xx reply (unusable ones too).
-    pub input_tokens: u64,
-    /// Billed output tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens read from the provider's prompt cache.
-    pub cached_tokens: u64,
-    #[serde(default)]
-    /// Prompt tokens written to the provider's prompt cache.
-    pub cache_write_tokens: u64,
-    /// Replies with status 429.
-    #[serde(default)]
-    pub rate_limited: u64,
-    /// Calls answered through the provider's batch API.
-    #[serde(default)]
-    pub batch_calls: u64,
-    /// Prompt tokens billed at the batch rate.
-    #[serde(default)]
-    pub batch_input_tokens: u64,
-    /// Output tokens billed at the batch rate.
-    #[serde(default)]
-    pub batch_output_tokens: u64,
-    /// Of the batch prompt tokens, those read from the prompt cache.
-    #[serde(default)]
-    pub batch_cached_tokens: u64,
+counters! {
+    "HTTP requests sent (retries included)." requests,
+    "Calls answered from the cache." cache_hits,
+    "Requests that were retries." retries,
+    "Calls that ended without an answer." failures,
+    "Billed prompt tokens, of every 2xx reply (unusable ones too)." input_tokens,
+    "Billed output tokens." output_tokens,
+    "Prompt tokens read from the provider's prompt cache." cached_tokens,
+    "Prompt tokens written to the provider's prompt cache." cache_write_tokens,
+    "Replies with status 429." rate_limited,
+    "Calls answered through the provider's batch API." batch_calls,
+    "Prompt tokens billed at the batch rate." batch_input_tokens,
+    "Output tokens billed at the batch rate." batch_output_tokens,
+    "Of the batch prompt tokens, those read from the prompt cache." batch_cached_tokens,
 }
 
 impl Counters {
-    /// The totals now.
-    pub fn snapshot(&self) -> CounterSnapshot {
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        CounterSnapshot {
-            requests: l(&self.requests),
-            cache_hits: l(&self.cache_hits),
-            retries: l(&self.retries),
-            failures: l(&self.failures),
-            input_tokens: l(&self.input_tokens),
-            output_tokens: l(&self.output_tokens),
-            cached_tokens: l(&self.cached_tokens),
-            cache_write_tokens: l(&self.cache_write_tokens),
-            rate_limited: l(&self.rate_limited),
-            batch_calls: l(&self.batch_calls),
-            batch_input_tokens: l(&self.batch_input_tokens),
-            batch_output_tokens: l(&self.batch_output_tokens),
-            batch_cached_tokens: l(&self.batch_cached_tokens),
-        }
-    }
     fn add_usage(&self, u: &Usage, channel: Channel) {
         match channel {
             Channel::Live => {
@@ -142,7 +99,7 @@ impl Counters {
 
 /// How a reply came: billed at the live or the batch rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Channel {
+pub(crate) enum Channel {
     /// One request at a time.
     Live,
     /// Through the provider's batch API.
@@ -359,7 +316,7 @@ impl Judge {
             .map(|(s, (prompt, _))| {
                 let s = s?;
                 self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-                Some(votes_from_stored(&s, prompt, true))
+                Some(from_cache(&s, prompt))
             })
             .collect()
     }
@@ -418,7 +375,7 @@ impl Judge {
         match cache.blocking(move |c| c.get_response(&owned)).await {
             Ok(Some(stored)) => {
                 self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-                Some(votes_from_stored(&stored, prompt, true))
+                Some(from_cache(&stored, prompt))
             }
             Ok(None) => None,
             Err(e) => {
@@ -548,9 +505,7 @@ impl Judge {
                         self.config.name
                     );
                 }
-                let mut out = votes_from_stored(&stored, prompt, false);
-                out.attempts = attempts;
-                out
+                answered(&stored, prompt, attempts)
             }
             Err(e) => self.failed(prompt, e, attempts),
         }
@@ -739,8 +694,31 @@ fn abstain_all(prompt: &Prompt, reason: String, attempts: u32) -> CallResult {
     }
 }
 
-fn votes_from_stored(stored: &StoredResponse, prompt: &Prompt, from_cache: bool) -> CallResult {
-    let votes = match stored.outcome {
+/// An answer from the cache.
+fn from_cache(stored: &StoredResponse, prompt: &Prompt) -> CallResult {
+    CallResult {
+        votes: stored_votes(stored, prompt),
+        usage: stored.usage,
+        from_cache: true,
+        attempts: stored.attempts,
+        failure: None,
+    }
+}
+
+/// An answer just received, in `attempts` requests.
+fn answered(stored: &StoredResponse, prompt: &Prompt, attempts: u32) -> CallResult {
+    CallResult {
+        votes: stored_votes(stored, prompt),
+        usage: stored.usage,
+        from_cache: false,
+        attempts,
+        failure: None,
+    }
+}
+
+/// The votes of an answer as stored.
+fn stored_votes(stored: &StoredResponse, prompt: &Prompt) -> BTreeMap<String, JudgeVote> {
+    match stored.outcome {
         Outcome::Declined => prompt
             .rubric_ids
             .iter()
@@ -756,6 +734,5 @@ fn votes_from_stored(stored: &StoredResponse, prompt: &Prompt, from_cache: bool)
                 .map(|id| (id.clone(), JudgeVote::Abstain { reason: reason.clone() }))
                 .collect(),
         },
-    };
-    CallResult { votes, usage: stored.usage, from_cache, attempts: stored.attempts, failure: None }
+    }
 }

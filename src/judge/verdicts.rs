@@ -41,7 +41,7 @@ impl JudgeVote {
 
 /// Finds the one JSON object in a reply: inside a ```json fence if there is
 /// one, else from the first `{` to its matching `}`.
-pub fn extract_json(text: &str) -> Option<&str> {
+pub(crate) fn extract_json(text: &str) -> Option<&str> {
     let mut body = text.trim();
     if let Some(start) = body.find("```") {
         let after = &body[start + 3..];
@@ -81,7 +81,10 @@ pub fn extract_json(text: &str) -> Option<&str> {
 
 /// Parses a reply into a vote for each of `rubric_ids`. `Err` (a failed
 /// attempt) when the reply holds no usable verdict at all.
-pub fn parse(text: &str, rubric_ids: &[String]) -> Result<BTreeMap<String, JudgeVote>, String> {
+pub(crate) fn parse(
+    text: &str,
+    rubric_ids: &[String],
+) -> Result<BTreeMap<String, JudgeVote>, String> {
     let json = extract_json(text)
         .ok_or_else(|| format!("reply holds no JSON object: {}", preview(text)))?;
     let value: serde_json::Value = serde_json::from_str(json)

@@ -19,7 +19,7 @@ pub(super) struct Estimates {
 }
 
 impl Estimates {
-    pub fn add(&mut self, judges: &[Arc<Judge>], p: &Prompt, cache: &Cache) {
+    pub(super) fn add(&mut self, judges: &[Arc<Judge>], p: &Prompt, cache: &Cache) {
         for j in judges {
             let e = self.per_judge.entry(j.config.name.clone()).or_default();
             for repeat in 0..j.config.repeats {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::run::{PENDING_ANSWERS, RunError};
 
 /// What a run writes in its results folder: all a rerun replaces.
-pub const RUN_FILES: [&str; 7] = [
+pub(crate) const RUN_FILES: [&str; 7] = [
     "results.jsonl",
     "summary.json",
     "summary.md",
@@ -25,7 +25,7 @@ pub const RUN_FILES: [&str; 7] = [
 
 /// An `--out` checked before any work.
 #[derive(Debug)]
-pub struct Target {
+pub(crate) struct Target {
     out: PathBuf,
     /// Entries of an earlier run's folder that redjury did not write: moved
     /// into the new folder, never deleted.
@@ -33,13 +33,8 @@ pub struct Target {
 }
 
 impl Target {
-    /// The folder.
-    pub fn path(&self) -> &Path {
-        &self.out
-    }
-
     /// Files and folders in it that redjury did not write (kept by the run).
-    pub fn kept(&self) -> &[PathBuf] {
+    pub(crate) fn kept(&self) -> &[PathBuf] {
         &self.keep
     }
 }
@@ -47,7 +42,7 @@ impl Target {
 /// Checks `out` before any work: refused when it is (or holds) one of
 /// `inputs` (the outputs, the tasks, an earlier run being rejudged), when
 /// it is a file, or when it holds files redjury did not write and no run.
-pub fn check(out: &Path, inputs: &[&Path]) -> Result<Target, RunError> {
+pub(crate) fn check(out: &Path, inputs: &[&Path]) -> Result<Target, RunError> {
     let absolute = |p: &Path| p.canonicalize().or_else(|_| std::path::absolute(p)).ok();
     if let Some(o) = absolute(out) {
         for input in inputs {

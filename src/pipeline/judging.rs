@@ -136,7 +136,7 @@ impl Progress for Silent {
 /// each row. Identical calls share one request (the judge de-duplicates).
 /// A call in `skipped` (per judge, in panel order) is not made: its judge
 /// abstains with the reason.
-pub async fn judge(
+pub(super) async fn judge(
     items: Vec<Prepared>,
     judges: &[Arc<Judge>],
     quorum: usize,

@@ -9,18 +9,22 @@
 //! call goes through the cache and the judges' de-duplication).
 
 mod estimate;
-pub mod folder;
+pub(crate) mod folder;
 mod judging;
 mod prepare;
-pub mod run;
+pub(crate) mod run;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use judging::{BatchFallback, BatchesLeft, Dispatch, Progress, Silent};
-pub use prepare::{OutputSource, Prepared, skeleton};
+pub(crate) use judging::BatchesLeft;
+pub use judging::{BatchFallback, Dispatch, Progress, Silent};
+pub use prepare::OutputSource;
+pub(crate) use prepare::Prepared;
+#[cfg(test)]
+pub(crate) use prepare::skeleton;
 
 use crate::cache::{Cache, CacheError};
 use crate::judge::batch::{self, Unanswered};
@@ -32,10 +36,10 @@ use crate::score::TaskResult;
 use crate::task::Task;
 
 /// Loads and validates the tasks under `dir` as every command does: the
-/// task files (`task::load_tasks`), then the section names their checks
+/// task files (`task::read_task_files`), then the section names their checks
 /// use, against each task's input.
 pub fn load_tasks(dir: &std::path::Path) -> Result<Vec<Task>, crate::task::TaskError> {
-    let tasks = crate::task::load_tasks(dir)?;
+    let tasks = crate::task::read_task_files(dir)?;
     let problems: Vec<crate::task::TaskError> = tasks
         .iter()
         .filter_map(|t| {

@@ -38,7 +38,7 @@ pub struct Prepared {
 }
 
 /// A row with every rubric open.
-pub fn skeleton(task: &Task, trial: &str, gate: GateResult) -> TaskResult {
+pub(crate) fn skeleton(task: &Task, trial: &str, gate: GateResult) -> TaskResult {
     TaskResult {
         task: task.name.clone(),
         trial: trial.to_string(),
@@ -123,7 +123,7 @@ fn read(source: OutputSource) -> Result<Vec<u8>, docx::DocxError> {
 
 /// Gates, renders, checks and prompts one output. A panic anywhere in the
 /// reader or the checks becomes a gate failure naming it.
-pub fn prepare(
+pub(super) fn prepare(
     task: &Task,
     source: OutputSource,
     trial: &str,
@@ -322,7 +322,7 @@ fn store(r: Result<(), crate::cache::CacheError>) {
 }
 
 /// The name a view file takes.
-pub fn view_name(task: &str, trial: &str) -> String {
+pub(super) fn view_name(task: &str, trial: &str) -> String {
     if trial == "1" { task.to_string() } else { format!("{task}__{trial}") }
 }
 

@@ -15,8 +15,10 @@ use std::sync::Arc;
 
 use super::folder::{self, Staging, Target};
 use super::{Dispatch, OutputSource, Prepared, Progress, Scorer};
-use crate::aggregate::Bootstrap;
-use crate::report::{self, JudgeSummary, Prices, PromptRecord, Summary};
+use crate::aggregate::{Billed, Bootstrap, Prices};
+use crate::cache::Cache;
+use crate::prompt::Prompt;
+use crate::report::{self, JudgeSummary, PromptRecord, Summary};
 use crate::score::{RubricKind, TaskResult};
 use crate::task::{self, Task};
 
@@ -126,7 +128,7 @@ pub enum RunError {
 
 /// Where a run saves, in its results folder, the judge answers the cache
 /// could not take; the next run into the same folder stores them first.
-pub const PENDING_ANSWERS: &str = "pending-answers.jsonl";
+pub(crate) const PENDING_ANSWERS: &str = "pending-answers.jsonl";
 
 /// Stores the answers an earlier run into `out` saved beside its results.
 fn store_pending_answers(scorer: &Scorer, out: &Path) -> Result<(), RunError> {
@@ -226,17 +228,6 @@ impl ScoreJob {
     }
 }
 
-/// `redjury score`: [`ScoreJob::plan`] then [`ScoreJob::run`].
-pub async fn score(
-    tasks_dir: &Path,
-    outputs_dir: &Path,
-    scorer: &Scorer,
-    settings: &RunSettings,
-    progress: &dyn Progress,
-) -> Result<RunReport, RunError> {
-    ScoreJob::plan(tasks_dir, outputs_dir, &settings.out)?.run(scorer, settings, progress).await
-}
-
 /// No output matched a task: when task-named files lie one or two levels
 /// below (`--outputs scenarios/outputs` for `scenarios/outputs/strong`),
 /// the run is refused with the folders that hold them.
@@ -322,11 +313,10 @@ fn warn_live_fallback(scorer: &Scorer, prices: &Prices, left: &super::BatchesLef
         }
         let output = calls as u64 * u64::from(judge.config.max_output_tokens);
         let model = &judge.config.model;
-        let live =
-            prices.cost(model, report::Billed { input: tokens, output, ..Default::default() });
+        let live = prices.cost(model, Billed { input: tokens, output, ..Default::default() });
         let batch = prices.cost(
             model,
-            report::Billed { batch_input: tokens, batch_output: output, ..Default::default() },
+            Billed { batch_input: tokens, batch_output: output, ..Default::default() },
         );
         let cost = match (live, batch) {
             (Some(l), Some(b)) => {
@@ -440,7 +430,7 @@ impl RejudgeJob {
                     row.reopen_judged();
                     let prompt = match by_key.get(&(row.task.clone(), row.trial.clone())) {
                         Some(reference) if row.gate.passed => {
-                            Some(reference.resolve(scorer.cache(), run_dir)?)
+                            Some(stored_prompt(reference, scorer.cache(), run_dir)?)
                         }
                         _ => None,
                     };
@@ -462,6 +452,26 @@ impl RejudgeJob {
     }
 }
 
+/// The text of a prompt an earlier run recorded, from the cache.
+fn stored_prompt(
+    record: &PromptRecord,
+    cache: &Cache,
+    run_dir: &Path,
+) -> Result<Prompt, report::ReportError> {
+    let cannot = |message: String| report::ReportError::Read {
+        path: run_dir.join("prompts.jsonl"),
+        message,
+    };
+    match cache.get_prompt(&record.prompt_hash) {
+        Ok(Some(p)) => Ok(p),
+        Ok(None) => Err(cannot(format!(
+            "prompt {} ({} trial {}) is not in the cache; pass the --cache the run used",
+            record.prompt_hash, record.task, record.trial
+        ))),
+        Err(e) => Err(cannot(e.to_string())),
+    }
+}
+
 /// The judges read the same documents: an earlier run's views carry over.
 fn copy_views(run_dir: &Path, into: &Path) -> Result<(), RunError> {
     let Ok(entries) = std::fs::read_dir(run_dir.join("views")) else { return Ok(()) };
@@ -475,20 +485,10 @@ fn copy_views(run_dir: &Path, into: &Path) -> Result<(), RunError> {
     Ok(())
 }
 
-/// `redjury rejudge`: [`RejudgeJob::plan`] then [`RejudgeJob::run`].
-pub async fn rejudge(
-    run_dir: &Path,
-    scorer: &Scorer,
-    settings: &RunSettings,
-    progress: &dyn Progress,
-) -> Result<RunReport, RunError> {
-    RejudgeJob::plan(run_dir, &settings.out)?.run(scorer, settings, progress).await
-}
-
 /// A run's summary: the figures over `rows` and what the scorer's judges
 /// did (requests, tokens, cost, the dry run's estimates). `score`,
 /// `rejudge` and the reward service all summarise this way.
-pub fn summarize(
+pub(crate) fn summarize(
     scorer: &Scorer,
     rows: &[TaskResult],
     left: Leftovers,
@@ -508,12 +508,12 @@ pub fn summarize(
         let estimate = summary.dry_run.then(|| {
             let mut e = estimates.get(&j.config.name).cloned().unwrap_or_default();
             let billed = match scorer.dispatch() {
-                super::Dispatch::Live => crate::report::Billed {
+                super::Dispatch::Live => Billed {
                     input: e.input_tokens,
                     output: e.max_output_tokens,
                     ..Default::default()
                 },
-                super::Dispatch::Batch(_) => crate::report::Billed {
+                super::Dispatch::Batch(_) => Billed {
                     batch_input: e.input_tokens,
                     batch_output: e.max_output_tokens,
                     ..Default::default()
@@ -531,7 +531,7 @@ pub fn summarize(
             counters: c,
             cached_share: (c.input_tokens > 0)
                 .then(|| c.cached_tokens as f64 / c.input_tokens as f64),
-            cost: prices.cost(&j.config.model, crate::report::Billed::of(&c)),
+            cost: prices.cost(&j.config.model, Billed::of(&c)),
             estimate,
             observed_limits: (c.requests > 0).then(|| j.observed_limits()),
         };
@@ -542,7 +542,7 @@ pub fn summarize(
 
 /// What a run found besides scorable outputs.
 #[derive(Default)]
-pub struct Leftovers {
+pub(crate) struct Leftovers {
     /// Tasks without an output.
     pub missing: Vec<String>,
     /// Output files that match no task.

@@ -33,12 +33,12 @@ fn table(
 }
 
 /// "1 result" / "2 results".
-pub fn plural(n: usize, one: &str, many: &str) -> String {
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The banner over a run whose figures do not cover everything.
-pub fn banner(s: &Summary) -> Option<String> {
+pub(crate) fn banner(s: &Summary) -> Option<String> {
     if !s.has_problems() {
         return None;
     }
@@ -65,7 +65,7 @@ pub fn banner(s: &Summary) -> Option<String> {
 }
 
 /// summary.md: the summary as readable tables.
-pub fn summary(s: &Summary) -> String {
+pub(crate) fn summary(s: &Summary) -> String {
     let mut out = String::from("# redjury run summary\n\n");
     if let Some(b) = banner(s) {
         let _ = writeln!(out, "> {b} See \"What the figures leave out\" below.\n");
@@ -298,8 +298,113 @@ fn notes(out: &mut String, s: &Summary) {
     }
 }
 
+/// What a run says when it ends: what happened, the headline, what it
+/// leaves out and the top reasons, where the results are (`out_dir`).
+pub fn outcome(s: &Summary, out_dir: &std::path::Path) -> String {
+    let c = &s.counts;
+    let f = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into());
+    let mut out = String::new();
+    if s.dry_run {
+        out.push_str(&dry_run(s));
+    }
+    out.push_str(&format!(
+        "{}: {} scored, {} gate-failed, {} incomplete, {} pending; {} without an output\n",
+        plural(c.results, "result", "results"),
+        c.scored,
+        c.gate_failed,
+        c.incomplete,
+        c.pending,
+        plural(c.missing_outputs, "task", "tasks")
+    ));
+    let counted = s.counted();
+    let over = if counted < c.results {
+        format!(
+            " — over {counted} of {}; the rest have no reward yet",
+            plural(c.results, "result", "results")
+        )
+    } else {
+        String::new()
+    };
+    out.push_str(&format!(
+        "turn-weighted reward {} (95% CI {}), overall {}{over}\n",
+        f(s.figures.turn_weighted),
+        s.ci95.map(|[a, b]| format!("[{a:.4}, {b:.4}]")).unwrap_or_else(|| "—".into()),
+        f(s.figures.overall)
+    ));
+    out.push_str(&left_out(s));
+    for note in &s.notes {
+        out.push_str(&format!("  note: {note}\n"));
+    }
+    out.push_str(&format!("results in {}\n", out_dir.display()));
+    out
+}
+
+/// A dry run's lines: that no judge was called (and why), each judge's
+/// estimate.
+fn dry_run(s: &Summary) -> String {
+    let mut out = String::new();
+    if s.judges.values().any(|j| j.has_key) {
+        out.push_str("dry run (--dry-run): no judge called\n");
+    } else {
+        let envs: Vec<&str> =
+            s.judges.values().map(|j| j.api_key_env.as_str()).filter(|e| !e.is_empty()).collect();
+        out.push_str(&format!(
+            "dry run: no judge has an API key (set {}), so none was called\n",
+            envs.join(", ")
+        ));
+    }
+    for (name, j) in &s.judges {
+        if let Some(e) = &j.estimate {
+            let cost = e
+                .max_cost_usd
+                .map(|x| format!("≤ ${x:.2} (estimate)"))
+                .unwrap_or_else(|| "no price".into());
+            out.push_str(&format!(
+                "  {name}: {} to make ({} cached), ~{} input tokens, {cost}\n",
+                plural(e.calls as usize, "call", "calls"),
+                e.cached_calls,
+                e.input_tokens
+            ));
+        }
+    }
+    out
+}
+
+/// The top reasons rows were incomplete or failed the gate, outputs not
+/// used, outputs matching no task.
+fn left_out(s: &Summary) -> String {
+    let mut out = String::new();
+    for (what, groups) in
+        [("incomplete", &s.problems.incomplete), ("gate-failed", &s.problems.gate_failed)]
+    {
+        let mut top: Vec<(&String, &Vec<String>)> = groups.iter().collect();
+        top.sort_by_key(|(_, rows)| std::cmp::Reverse(rows.len()));
+        for (reason, rows) in top.into_iter().take(3) {
+            out.push_str(&format!("  {what}: {} — {reason}\n", plural(rows.len(), "row", "rows")));
+        }
+    }
+    for u in s.unusable_outputs.iter().take(3) {
+        out.push_str(&format!("  not used: {}: {}\n", u.path, u.reason));
+    }
+    if !s.unmatched_outputs.is_empty() {
+        let shown: Vec<&str> = s.unmatched_outputs.iter().take(3).map(String::as_str).collect();
+        let more = s.unmatched_outputs.len() - shown.len();
+        out.push_str(&format!(
+            "  {} matching no task: {}{}\n",
+            plural(s.unmatched_outputs.len(), "output", "outputs"),
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more (summary.md lists them)")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    out
+}
+
 /// A paired comparison of two runs.
-pub fn comparison(c: &Comparison) -> String {
+pub(crate) fn comparison(c: &Comparison) -> String {
     let (fa, fb) = (&c.a, &c.b);
     let mut out = format!(
         "# Paired comparison\n\n{} task × trial rows scored in both runs (A = this run, B = --compare).\n\n",
@@ -336,7 +441,7 @@ pub fn comparison(c: &Comparison) -> String {
 }
 
 /// Judge agreement as tables.
-pub fn agreement(a: &Agreement) -> String {
+pub(crate) fn agreement(a: &Agreement) -> String {
     let mut out = String::from("\n## Judge agreement\n\n");
     if a.judges.len() < 2 {
         out.push_str("Fewer than two judges voted: nothing to compare.\n");

@@ -6,8 +6,8 @@
 //! `views/` — and writing each atomically (a temporary file renamed into
 //! place). Must never write a reward for a row that has none.
 
-pub mod html;
-pub mod markdown;
+pub(crate) mod html;
+pub(crate) mod markdown;
 mod summary;
 
 use std::io::Write as _;
@@ -15,9 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use summary::{
-    BestAtK, Billed, Estimate, JudgeSummary, Price, PriceError, Prices, Problems, Summary, Unusable,
-};
+pub use summary::Summary;
+pub(crate) use summary::{Estimate, JudgeSummary, Unusable};
 
 use crate::prompt::Prompt;
 use crate::score::{Status, TaskResult};
@@ -26,7 +25,7 @@ use crate::score::{Status, TaskResult};
 /// trial. The text itself is stored once, content-addressed, in the cache
 /// (`rejudge` reads it from there, so it needs no .docx).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PromptRecord {
+pub(crate) struct PromptRecord {
     /// The task.
     pub task: String,
     /// The trial.
@@ -41,7 +40,7 @@ pub struct PromptRecord {
 
 impl PromptRecord {
     /// The record of one row's prompt.
-    pub fn of(task: &str, trial: &str, p: &Prompt) -> PromptRecord {
+    pub(crate) fn of(task: &str, trial: &str, p: &Prompt) -> PromptRecord {
         PromptRecord {
             task: task.to_string(),
             trial: trial.to_string(),
@@ -50,33 +49,11 @@ impl PromptRecord {
             rubric_ids: p.rubric_ids.clone(),
         }
     }
-
-    /// The prompt's text, from the cache.
-    pub fn resolve(
-        &self,
-        cache: &crate::cache::Cache,
-        run_dir: &Path,
-    ) -> Result<Prompt, ReportError> {
-        match cache.get_prompt(&self.prompt_hash) {
-            Ok(Some(p)) => Ok(p),
-            Ok(None) => Err(ReportError::Read {
-                path: run_dir.join("prompts.jsonl"),
-                message: format!(
-                    "prompt {} ({} trial {}) is not in the cache; pass the --cache the run used",
-                    self.prompt_hash, self.task, self.trial
-                ),
-            }),
-            Err(e) => Err(ReportError::Read {
-                path: run_dir.join("prompts.jsonl"),
-                message: e.to_string(),
-            }),
-        }
-    }
 }
 
 /// One line of rewards.jsonl — the training contract.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RewardLine {
+pub(crate) struct RewardLine {
     /// The task.
     pub task: String,
     /// The trial.
@@ -88,7 +65,7 @@ pub struct RewardLine {
 /// Writes view files on a thread of its own, so that disk writes overlap
 /// with rendering and judging. The queue is bounded: memory stays flat.
 /// (Views are not synced one by one: a rerun rewrites any a crash lost.)
-pub struct ViewWriter {
+pub(crate) struct ViewWriter {
     sender: Option<std::sync::mpsc::SyncSender<(String, String)>>,
     thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     dir: PathBuf,
@@ -96,7 +73,7 @@ pub struct ViewWriter {
 
 impl ViewWriter {
     /// Starts the writer thread for a views folder.
-    pub fn start(views_dir: &Path) -> std::io::Result<ViewWriter> {
+    pub(crate) fn start(views_dir: &Path) -> std::io::Result<ViewWriter> {
         std::fs::create_dir_all(views_dir)?;
         let (sender, receiver) = std::sync::mpsc::sync_channel::<(String, String)>(256);
         let dir = views_dir.to_path_buf();
@@ -114,7 +91,7 @@ impl ViewWriter {
     }
 
     /// Queues a view; `name` without the `.md`.
-    pub fn write(&self, name: String, text: String) -> std::io::Result<()> {
+    pub(crate) fn write(&self, name: String, text: String) -> std::io::Result<()> {
         match &self.sender {
             Some(s) => s.send((name, text)).map_err(|_| {
                 std::io::Error::other(format!("the view writer for {} stopped", self.dir.display()))
@@ -124,7 +101,7 @@ impl ViewWriter {
     }
 
     /// Waits for every queued view to be written.
-    pub fn finish(mut self) -> std::io::Result<()> {
+    pub(crate) fn finish(mut self) -> std::io::Result<()> {
         drop(self.sender.take());
         match self.thread.take().map(|t| t.join()) {
             Some(Ok(result)) => result,
@@ -135,7 +112,7 @@ impl ViewWriter {
 }
 
 /// Writes a file under a temporary name, syncs it, and renames it into place.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!(
         "{}.tmp-{}",
         path.extension().and_then(|e| e.to_str()).unwrap_or(""),
@@ -163,7 +140,7 @@ fn jsonl<T: Serialize>(items: &[T]) -> Vec<u8> {
 
 /// Writes a run folder's files (the views are written as outputs are
 /// rendered, by the pipeline).
-pub fn write_run(
+pub(crate) fn write_run(
     out: &Path,
     rows: &[TaskResult],
     summary: &Summary,
@@ -194,14 +171,14 @@ pub fn write_summary(out: &Path, summary: &Summary) -> std::io::Result<()> {
 /// each row is appended to `results.jsonl`, `rewards.jsonl` and
 /// `prompts.jsonl` and flushed before the next, so a killed process keeps
 /// every row it answered.
-pub struct ResultsLog {
+pub(crate) struct ResultsLog {
     dir: PathBuf,
     files: std::sync::Mutex<[std::fs::File; 3]>,
 }
 
 impl ResultsLog {
     /// Opens (or creates) the folder, appending to what is there.
-    pub fn open(dir: &Path) -> std::io::Result<ResultsLog> {
+    pub(crate) fn open(dir: &Path) -> std::io::Result<ResultsLog> {
         std::fs::create_dir_all(dir)?;
         let open =
             |name: &str| std::fs::OpenOptions::new().create(true).append(true).open(dir.join(name));
@@ -210,7 +187,11 @@ impl ResultsLog {
     }
 
     /// Appends one row (and its reward and prompt record, when it has them).
-    pub fn append(&self, row: &TaskResult, prompt: Option<&PromptRecord>) -> std::io::Result<()> {
+    pub(crate) fn append(
+        &self,
+        row: &TaskResult,
+        prompt: Option<&PromptRecord>,
+    ) -> std::io::Result<()> {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         let [results, rewards, prompts] = &mut *files;
         results.write_all(&jsonl(std::slice::from_ref(row)))?;
@@ -225,7 +206,7 @@ impl ResultsLog {
     }
 
     /// The folder.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 }
@@ -370,7 +351,7 @@ fn latest_per_trial(rows: Vec<TaskResult>) -> Vec<TaskResult> {
 }
 
 /// Unix seconds as a UTC time, "2026-12-01 09:30:00".
-pub fn utc(secs: i64) -> String {
+pub(crate) fn utc(secs: i64) -> String {
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (year, month, day) = crate::calendar::civil_from_days(days);
     format!(
@@ -382,7 +363,7 @@ pub fn utc(secs: i64) -> String {
 }
 
 /// Reads a run's prompts.jsonl.
-pub fn load_prompts(dir: &Path) -> Result<Vec<PromptRecord>, ReportError> {
+pub(crate) fn load_prompts(dir: &Path) -> Result<Vec<PromptRecord>, ReportError> {
     let path = dir.join("prompts.jsonl");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| ReportError::Read { path: path.clone(), message: e.to_string() })?;

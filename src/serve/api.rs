@@ -130,7 +130,7 @@ pub(super) struct ApiError {
 }
 
 impl ApiError {
-    pub fn bad(message: impl Into<String>) -> ApiError {
+    pub(super) fn bad(message: impl Into<String>) -> ApiError {
         ApiError { status: 400, message: message.into(), retry_after: None }
     }
 
@@ -164,14 +164,14 @@ pub(super) struct Resolver {
 
 impl ScoreRequest {
     /// The policy this request asks for, if it names one.
-    pub fn policy(&mut self) -> Result<Option<OnIncomplete>, ApiError> {
+    pub(super) fn policy(&mut self) -> Result<Option<OnIncomplete>, ApiError> {
         self.on_incomplete.take().map(PolicyField::parse).transpose()
     }
 }
 
 impl BatchRequest {
     /// The items and the policy the batch asks for.
-    pub fn split(self) -> Result<(Vec<ScoreRequest>, Option<OnIncomplete>), ApiError> {
+    pub(super) fn split(self) -> Result<(Vec<ScoreRequest>, Option<OnIncomplete>), ApiError> {
         if self.items.is_empty() {
             return Err(ApiError::bad("items is empty: send at least one output"));
         }
@@ -183,7 +183,7 @@ impl BatchRequest {
 impl Resolver {
     /// Turns a request into work: the task (loaded or inline), the output's
     /// bytes and the trial. Reads files, so it runs on a blocking thread.
-    pub fn resolve(&self, req: ScoreRequest) -> Result<Work, ApiError> {
+    pub(super) fn resolve(&self, req: ScoreRequest) -> Result<Work, ApiError> {
         if req.on_incomplete.is_some() {
             return Err(ApiError::bad("on_incomplete belongs to the batch, not to an item"));
         }
@@ -199,7 +199,7 @@ impl Resolver {
     }
 
     /// Resolves the OpenRLHF request's labels into work, one per query.
-    pub fn openrlhf(&self, req: OpenRlhfRequest) -> Result<Vec<Work>, ApiError> {
+    pub(super) fn openrlhf(&self, req: OpenRlhfRequest) -> Result<Vec<Work>, ApiError> {
         let labels = req.labels.unwrap_or_default();
         if labels.len() != req.query.len() {
             return Err(ApiError::bad(format!(

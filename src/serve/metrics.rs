@@ -76,7 +76,7 @@ pub(super) fn route_label(path: &str) -> &'static str {
 
 impl Metrics {
     /// Counts one answered request.
-    pub fn request(&self, route: &'static str, status: u16, took: Duration) {
+    pub(super) fn request(&self, route: &'static str, status: u16, took: Duration) {
         *self
             .requests
             .lock()
@@ -96,22 +96,22 @@ impl Metrics {
     }
 
     /// Counts one scored row by its status.
-    pub fn row(&self, status: Status) {
+    pub(super) fn row(&self, status: Status) {
         self.rows[status_index(status)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a request turned away because the queue was full.
-    pub fn queue_rejected(&self) {
+    pub(super) fn queue_rejected(&self) {
         self.queue_rejected.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a request whose deadline passed before its rows were done.
-    pub fn deadline_exceeded(&self) {
+    pub(super) fn deadline_exceeded(&self) {
         self.deadline_exceeded.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The Prometheus text exposition (format 0.0.4).
-    pub fn render(&self, gauges: &Gauges<'_>) -> String {
+    pub(super) fn render(&self, gauges: &Gauges<'_>) -> String {
         let mut out = String::new();
         self.render_requests(&mut out);
         header(&mut out, "redjury_rows_total", "counter", "Scored rows by status.");

@@ -35,9 +35,10 @@ pub use api::OnIncomplete;
 use api::{ApiError, Work};
 
 use crate::aggregate::Bootstrap;
+use crate::aggregate::Prices;
 use crate::pipeline::run::{Leftovers, summarize};
 use crate::pipeline::{Scorer, Silent};
-use crate::report::{self, Prices, PromptRecord, ResultsLog};
+use crate::report::{self, PromptRecord, ResultsLog};
 use crate::score::TaskResult;
 use crate::task::Task;
 
@@ -100,7 +101,11 @@ pub enum ServeError {
 }
 
 /// Refuses a bind address other than loopback when no token is set.
-pub fn check_bind(addr: SocketAddr, token: Option<&str>, env: &str) -> Result<(), ServeError> {
+pub(crate) fn check_bind(
+    addr: SocketAddr,
+    token: Option<&str>,
+    env: &str,
+) -> Result<(), ServeError> {
     if addr.ip().is_loopback() || token.is_some_and(|t| !t.is_empty()) {
         Ok(())
     } else {

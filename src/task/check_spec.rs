@@ -250,7 +250,7 @@ impl XlsxSpec {
     }
 }
 
-pub use crate::xlsx::range;
+pub(crate) use crate::xlsx::range;
 
 /// The parameters of the `fields` check.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -478,16 +478,42 @@ impl PreparedCheck {
     ) -> Result<PreparedCheck, CheckSpecError> {
         let spec: CheckSpec = serde_json::from_value(value.clone())
             .map_err(|e| CheckSpecError::Schema(e.to_string()))?;
+        let compiled = Compiled::of(&spec)?;
+        // The gold document's content is part of what the check asks.
         let mut fingerprint = serde_json::to_string(&spec).unwrap_or_default();
-        let mut regex = None;
-        let mut regexes = Vec::new();
-        let mut gold = None;
-        let mut load_gold = |rel: &str| -> Result<Arc<Document>, CheckSpecError> {
-            let (doc, sha) = load_gold(rel, base)?;
-            fingerprint.push_str(&sha);
-            Ok(doc)
+        let gold = match compiled.gold_docx {
+            Some(rel) => {
+                let (doc, sha) = load_gold(rel, base)?;
+                fingerprint.push_str(&sha);
+                Some(doc)
+            }
+            None => None,
         };
-        match &spec {
+        Ok(PreparedCheck {
+            regex: compiled.regex,
+            regexes: compiled.regexes,
+            gold,
+            fingerprint: crate::hash::sha256_hex(&fingerprint),
+            spec,
+        })
+    }
+}
+
+/// What a check's parameters compile to, once they are known to be valid.
+#[derive(Default)]
+struct Compiled<'a> {
+    regex: Option<Regex>,
+    regexes: Vec<Regex>,
+    /// The gold document to load, relative to the task file.
+    gold_docx: Option<&'a str>,
+}
+
+impl<'a> Compiled<'a> {
+    /// Checks the parameters a check type needs together, and compiles
+    /// its patterns.
+    fn of(spec: &'a CheckSpec) -> Result<Compiled<'a>, CheckSpecError> {
+        let mut out = Compiled::default();
+        match spec {
             CheckSpec::Author { authors, .. } => {
                 if authors.iter().all(|a| a.trim().is_empty()) {
                     return param("authors", "name at least one author");
@@ -508,82 +534,19 @@ impl PreparedCheck {
                     return param("max", "give min, max or both");
                 }
             }
-            CheckSpec::Comment(c) => {
-                check_bounds(c.min, c.max)?;
-                if c.contains.is_some() && c.equals.is_some() {
-                    return param("equals", "give contains or equals, not both");
-                }
-                if let Some(t) = &c.threads {
-                    regex = Some(compile("threads", t)?);
-                }
-                if c.threaded() && c.replied_by.is_none() && c.done_exactly.is_none() {
-                    return param(
-                        "threads",
-                        "say what each thread needs: replied_by, done_exactly or both",
-                    );
-                }
-                for d in c.done_exactly.iter().flatten() {
-                    regexes.push(compile("done_exactly", d)?);
-                }
-            }
+            CheckSpec::Comment(c) => (out.regex, out.regexes) = comment(c)?,
             CheckSpec::Provenance { application, rsids } => match (application, rsids) {
                 (None, None) => return param("application", "give application, rsids or both"),
-                (Some(a), _) => regex = Some(compile("application", &format!("(?i){a}"))?),
+                (Some(a), _) => out.regex = Some(compile("application", &format!("(?i){a}"))?),
                 _ => {}
             },
-            CheckSpec::Fields(f) => {
-                if (f.target_section.is_some() || f.target_text.is_some()) && f.bookmark.is_none() {
-                    return param(
-                        "bookmark",
-                        "target_section and target_text need the bookmark they describe",
-                    );
-                }
-                if !(f.references || f.resolved_text || f.toc) && f.bookmark.is_none() {
-                    return param(
-                        "references",
-                        "with references, resolved_text and toc all false and no bookmark, the check tests nothing",
-                    );
-                }
-            }
+            CheckSpec::Fields(f) => fields(f)?,
             CheckSpec::Numbering { level, .. } => {
                 if level.is_some_and(|l| !(1..=9).contains(&l)) {
                     return param("level", "a list level is 1 (top) to 9");
                 }
             }
-            CheckSpec::Table(t) => {
-                let located = [t.index.is_some(), t.section.is_some(), t.header.is_some()];
-                if located.iter().filter(|x| **x).count() != 1 {
-                    return param(
-                        "index",
-                        "find the table by exactly one of index, section and header",
-                    );
-                }
-                if t.index == Some(0) || t.gold_index == Some(0) {
-                    return param("index", "tables are counted from 1");
-                }
-                for address in t.cells.keys() {
-                    if cell_address(address).is_none() {
-                        return param(
-                            "cells",
-                            format!("{address:?} is not a cell address like \"R2C3\""),
-                        );
-                    }
-                }
-                let counts = [t.rows_inserted, t.rows_deleted, t.cells_changed];
-                for c in counts.iter().flatten() {
-                    check_bounds(c.min, c.max)?;
-                }
-                if t.gold_docx.is_none() && t.cells.is_empty() && counts.iter().all(Option::is_none)
-                {
-                    return param(
-                        "gold_docx",
-                        "give gold_docx, cells or a count of tracked changes",
-                    );
-                }
-                if let Some(g) = &t.gold_docx {
-                    gold = Some(load_gold(g)?);
-                }
-            }
+            CheckSpec::Table(t) => out.gold_docx = table(t)?,
             CheckSpec::XlsxCells(x) => {
                 x.validate()
                     .map_err(|(p, m)| CheckSpecError::Parameter { param: p, message: m })?;
@@ -591,7 +554,7 @@ impl PreparedCheck {
             CheckSpec::AcceptedTextEquals { text, gold_docx, min_f1, .. } => {
                 match (text, gold_docx) {
                     (Some(_), None) => {}
-                    (None, Some(g)) => gold = Some(load_gold(g)?),
+                    (None, Some(g)) => out.gold_docx = Some(g),
                     _ => return param("text", "give exactly one of text and gold_docx"),
                 }
                 if let Some(f) = min_f1 {
@@ -600,7 +563,7 @@ impl PreparedCheck {
             }
             CheckSpec::RevisionSetF1 { gold_docx, min_f1, .. } => {
                 check_f1(*min_f1)?;
-                gold = Some(load_gold(gold_docx)?);
+                out.gold_docx = Some(gold_docx);
             }
             CheckSpec::Contains(Pattern { pattern, .. })
             | CheckSpec::NotContains(Pattern { pattern, .. }) => {
@@ -608,12 +571,63 @@ impl PreparedCheck {
                     param: "pattern",
                     message: format!("invalid regex: {e}"),
                 })?;
-                regex = Some(compiled);
+                out.regex = Some(compiled);
             }
         }
-        let fingerprint = crate::hash::sha256_hex(&fingerprint);
-        Ok(PreparedCheck { spec, regex, regexes, gold, fingerprint })
+        Ok(out)
     }
+}
+
+/// A comment check's parameters: its thread pattern and `done_exactly`
+/// patterns.
+fn comment(c: &CommentSpec) -> Result<(Option<Regex>, Vec<Regex>), CheckSpecError> {
+    check_bounds(c.min, c.max)?;
+    if c.contains.is_some() && c.equals.is_some() {
+        return param("equals", "give contains or equals, not both");
+    }
+    let threads = c.threads.as_deref().map(|t| compile("threads", t)).transpose()?;
+    if c.threaded() && c.replied_by.is_none() && c.done_exactly.is_none() {
+        return param("threads", "say what each thread needs: replied_by, done_exactly or both");
+    }
+    let done = c.done_exactly.iter().flatten().map(|d| compile("done_exactly", d));
+    Ok((threads, done.collect::<Result<_, _>>()?))
+}
+
+fn fields(f: &FieldsSpec) -> Result<(), CheckSpecError> {
+    if (f.target_section.is_some() || f.target_text.is_some()) && f.bookmark.is_none() {
+        return param("bookmark", "target_section and target_text need the bookmark they describe");
+    }
+    if !(f.references || f.resolved_text || f.toc) && f.bookmark.is_none() {
+        return param(
+            "references",
+            "with references, resolved_text and toc all false and no bookmark, the check tests nothing",
+        );
+    }
+    Ok(())
+}
+
+/// A table check's parameters; the gold document it compares with, if any.
+fn table(t: &TableSpec) -> Result<Option<&str>, CheckSpecError> {
+    let located = [t.index.is_some(), t.section.is_some(), t.header.is_some()];
+    if located.iter().filter(|x| **x).count() != 1 {
+        return param("index", "find the table by exactly one of index, section and header");
+    }
+    if t.index == Some(0) || t.gold_index == Some(0) {
+        return param("index", "tables are counted from 1");
+    }
+    for address in t.cells.keys() {
+        if cell_address(address).is_none() {
+            return param("cells", format!("{address:?} is not a cell address like \"R2C3\""));
+        }
+    }
+    let counts = [t.rows_inserted, t.rows_deleted, t.cells_changed];
+    for c in counts.iter().flatten() {
+        check_bounds(c.min, c.max)?;
+    }
+    if t.gold_docx.is_none() && t.cells.is_empty() && counts.iter().all(Option::is_none) {
+        return param("gold_docx", "give gold_docx, cells or a count of tracked changes");
+    }
+    Ok(t.gold_docx.as_deref())
 }
 
 fn compile(name: &'static str, pattern: &str) -> Result<Regex, CheckSpecError> {
@@ -624,7 +638,7 @@ fn compile(name: &'static str, pattern: &str) -> Result<Regex, CheckSpecError> {
 }
 
 /// "R2C3" → (row 2, column 3), from 1.
-pub fn cell_address(s: &str) -> Option<(usize, usize)> {
+pub(crate) fn cell_address(s: &str) -> Option<(usize, usize)> {
     let rest = s.trim().strip_prefix(['R', 'r'])?;
     let (row, col) = rest.split_once(['C', 'c'])?;
     let (row, col): (usize, usize) = (row.parse().ok()?, col.parse().ok()?);

@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub mod check_spec;
+pub(crate) mod check_spec;
 mod file;
 mod outputs;
-pub mod reference;
+pub(crate) mod reference;
 
-pub use outputs::{Output, Outputs, find_outputs, unusable_reason};
+pub(crate) use outputs::unusable_reason;
+pub use outputs::{Output, Outputs, find_outputs};
 
 /// Why tasks or outputs could not be read. The variants' fields are the
 /// parts of their message.
@@ -141,7 +142,7 @@ impl OutputKind {
 /// relative to the task file's folder `base`: its path, and how to name it
 /// in an error — the path as written and where it resolved, so that a task
 /// folder copied elsewhere says which relative path broke and why.
-pub fn named_file(written: &str, base: &Path) -> (PathBuf, String) {
+pub(crate) fn named_file(written: &str, base: &Path) -> (PathBuf, String) {
     let joined = base.join(written);
     let mut resolved = PathBuf::new();
     for part in joined.components() {
@@ -166,7 +167,7 @@ pub fn named_file(written: &str, base: &Path) -> (PathBuf, String) {
 }
 
 /// The reason a named file could not be read, without repeating its path.
-pub fn unreadable(e: &crate::docx::DocxError) -> String {
+pub(crate) fn unreadable(e: &crate::docx::DocxError) -> String {
     match e {
         crate::docx::DocxError::Io { source, .. } => source.to_string(),
         other => other.to_string(),
@@ -178,7 +179,7 @@ pub fn unreadable(e: &crate::docx::DocxError) -> String {
 /// and be shown as it is: 1 to 200 characters, no path separator, not `.`
 /// or `..`, no control character and no bidirectional formatting character
 /// (which can make one id look like another). `Err` says what is wrong.
-pub fn check_plain_name(what: &str, name: &str) -> Result<(), String> {
+pub(crate) fn check_plain_name(what: &str, name: &str) -> Result<(), String> {
     let bidi = |c: char| matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     let why = if name.is_empty() || name.chars().count() > 200 {
         "must be 1 to 200 characters"
@@ -242,7 +243,7 @@ pub struct Task {
     #[serde(default)]
     pub output: OutputKind,
     /// The reference benchmark's rules this task breaks, each a sentence
-    /// (it still loads; [`load_tasks`] warns once per rule).
+    /// (it still loads; [`read_task_files`] warns once per rule).
     #[serde(skip)]
     pub reference_breaks: Vec<String>,
     /// False when the task says it knowingly leaves the reference schema
@@ -296,7 +297,7 @@ impl Task {
 
 /// The parts of a task name `redline-s{S}-t{T}-g{NN}{variant}`.
 #[derive(Debug, PartialEq, Eq)]
-pub struct TaskName {
+pub(crate) struct TaskName {
     /// The scenario number.
     pub scenario: String,
     /// The turn.
@@ -308,7 +309,7 @@ pub struct TaskName {
 }
 
 /// Parses `redline-s{S}-t{T}-g{NN}{variant}`; `None` for other names.
-pub fn parse_task_name(name: &str) -> Option<TaskName> {
+pub(crate) fn parse_task_name(name: &str) -> Option<TaskName> {
     let rest = name.strip_prefix("redline-s")?;
     let (scenario, rest) = rest.split_once("-t")?;
     let (turn, rest) = rest.split_once("-g")?;
@@ -350,7 +351,7 @@ pub fn task_from_json(
 /// Gives `task` its input document from bytes (a request body), parsed
 /// and checked as an input file named in a task is. A task that already
 /// has an input is refused: two inputs would make the gate ambiguous.
-pub fn attach_input(task: &mut Task, bytes: Vec<u8>) -> Result<(), TaskError> {
+pub(crate) fn attach_input(task: &mut Task, bytes: Vec<u8>) -> Result<(), TaskError> {
     let invalid = |message| TaskError::Invalid { path: task.source.clone(), message };
     if task.input_doc.is_some() {
         return Err(invalid(format!("task {} already has an input document", task.name)));
@@ -363,7 +364,7 @@ pub fn attach_input(task: &mut Task, bytes: Vec<u8>) -> Result<(), TaskError> {
 
 /// Reads and validates one task file. `name` is the task's name (file stem
 /// or Harbor folder); `meta` fills fields the JSON leaves out.
-pub fn load_task(
+pub(crate) fn load_task(
     path: &Path,
     name: &str,
     meta: &BTreeMap<String, toml::Value>,
@@ -375,7 +376,7 @@ pub fn load_task(
 /// folders (`<dir>/<task>/tests/rubrics.json` with an optional `task.toml`).
 /// A single task file may be given instead of a folder. Every invalid file
 /// is reported, not only the first.
-pub fn load_tasks(dir: &Path) -> Result<Vec<Task>, TaskError> {
+pub(crate) fn read_task_files(dir: &Path) -> Result<Vec<Task>, TaskError> {
     let mut tasks: Vec<Task> = Vec::new();
     let mut errors: Vec<TaskError> = Vec::new();
     if dir.is_file() {

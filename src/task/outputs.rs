@@ -33,7 +33,7 @@ pub struct Outputs {
 
 /// Why a file named like an output cannot be scored; `None` for a .docx
 /// (or an .xlsx, for tasks whose output is a spreadsheet).
-pub fn unusable_reason(path: &Path) -> Option<String> {
+pub(crate) fn unusable_reason(path: &Path) -> Option<String> {
     let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
     match ext.as_str() {
         // A spreadsheet output (a term sheet filled from an agreement).

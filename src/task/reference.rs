@@ -7,7 +7,7 @@
 use super::Task;
 
 /// The names every reference reader accepts: `^redline-s(\d+)-t(\d+)-g(\d+)([a-z])$`.
-pub fn is_reference_name(name: &str) -> bool {
+pub(crate) fn is_reference_name(name: &str) -> bool {
     let Some(rest) = name.strip_prefix("redline-s") else { return false };
     let digits = |s: &str| -> usize { s.bytes().take_while(u8::is_ascii_digit).count() };
     let n = digits(rest);
@@ -24,7 +24,7 @@ pub fn is_reference_name(name: &str) -> bool {
 }
 
 /// The reference rules `task` breaks, each as a sentence.
-pub fn broken_rules(
+pub(crate) fn broken_rules(
     task: &Task,
     task_id: &Option<serde_json::Value>,
     scenario_id: &Option<serde_json::Value>,

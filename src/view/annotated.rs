@@ -20,10 +20,10 @@ use crate::docx::{
 /// for a given document changes: it keys the render cache, so a stale view
 /// is never reused. `tests/fixtures.rs` pins the output of one fixture to
 /// this number and fails until both are updated together.
-pub const VIEW_VERSION: u32 = 4;
+pub(crate) const VIEW_VERSION: u32 = 4;
 
 /// Renders the annotated view. `title` names the document in the heading.
-pub fn render(doc: &Document, title: &str) -> String {
+pub(crate) fn render(doc: &Document, title: &str) -> String {
     render_against(doc, title, None)
 }
 
@@ -31,7 +31,7 @@ pub fn render(doc: &Document, title: &str) -> String {
 /// the changes and comments it carried over from the input (an earlier
 /// round's) are marked `earlier round`, and the revision summary counts
 /// them apart.
-pub fn render_against(doc: &Document, title: &str, input: Option<&Document>) -> String {
+pub(crate) fn render_against(doc: &Document, title: &str, input: Option<&Document>) -> String {
     let mut r = Renderer {
         doc,
         out: String::new(),
@@ -102,7 +102,7 @@ enum Mark {
 }
 
 /// Backslash-escapes document text so it cannot forge markup.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let chars: Vec<char> = text.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
@@ -723,7 +723,42 @@ fn markup(spans: &[(&str, bool, bool)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::{VIEW_VERSION, escape, render_against};
+
+    /// Guards the render cache, which `VIEW_VERSION` keys: if this fails,
+    /// the annotated view of the bundled example changed (the snapshots in
+    /// tests/fixtures.rs show how). Bump `VIEW_VERSION` and pin the new
+    /// digest here, or a cached view of the old kind would be reused.
+    #[test]
+    fn view_version_is_bumped_when_the_view_changes() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        let mut stack = vec![root.join("scenarios/outputs"), root.join("gold/redlines")];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "docx") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        assert!(files.len() >= 40, "{} example files", files.len());
+        let mut views = String::new();
+        for f in &files {
+            let doc = crate::docx::load(f).unwrap();
+            let name = f.strip_prefix(root).unwrap().display().to_string();
+            views.push_str(&render_against(&doc, &name, None));
+        }
+        assert_eq!(
+            (VIEW_VERSION, crate::hash::sha256_hex(&views).as_str()),
+            (4, "caf359b6bd42fdef88e7d5d58a5fdc6d77cd075eab848cc608d7768adffd5ee4"),
+            "the annotated view changed: bump VIEW_VERSION"
+        );
+    }
 
     #[test]
     fn document_text_cannot_forge_markup() {

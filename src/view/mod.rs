@@ -4,10 +4,10 @@
 //! accepted/rejected plain text, and the JSON model. Must never read a file
 //! or change the model.
 
-pub mod annotated;
-pub mod plain;
-pub mod reference;
-pub mod workbook;
+pub(crate) mod annotated;
+pub(crate) mod plain;
+pub(crate) mod reference;
+pub(crate) mod workbook;
 
 use serde::Serialize;
 
@@ -33,6 +33,13 @@ impl JudgeView {
             JudgeView::Reference => reference::render(doc, title),
         }
     }
+}
+
+/// The judges' annotated view of an output against its task's input
+/// (turn 2 and later): what the output carried over from the input is
+/// marked as an earlier round.
+pub fn render_against(doc: &Document, title: &str, input: Option<&Document>) -> String {
+    annotated::render_against(doc, title, input)
 }
 
 /// The views `redjury render` offers.

@@ -7,30 +7,34 @@
 
 use crate::docx::{Block, Document, Inline, Paragraph, Row, State};
 
+#[cfg(test)]
+mod corpus_oracle;
+
 /// Whether lines carry their list labels.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Labels {
     Shown,
+    #[cfg(test)]
     Hidden,
 }
 
 /// The body's lines in `state`: one paragraph per line, list label as a
 /// prefix, a table row as its cells joined by " | ".
-pub fn lines(doc: &Document, state: State) -> Vec<String> {
+pub(crate) fn lines(doc: &Document, state: State) -> Vec<String> {
     let mut out = Vec::new();
     push_blocks_with(&doc.body, state, Labels::Shown, &mut out);
     out
 }
 
 /// [`lines`] joined with newlines.
-pub fn render(doc: &Document, state: State) -> String {
+pub(crate) fn render(doc: &Document, state: State) -> String {
     let mut text = lines(doc, state).join("\n");
     text.push('\n');
     text
 }
 
 /// Text of one paragraph's inlines in `state`, without its label.
-pub fn paragraph_text(p: &Paragraph, state: State) -> String {
+pub(crate) fn paragraph_text(p: &Paragraph, state: State) -> String {
     let mut text = String::new();
     for inline in &p.inlines {
         match inline {
@@ -111,8 +115,9 @@ fn with_label(label: Option<&str>, text: String) -> String {
 }
 
 /// [`lines`] without list labels (for comparisons where labels are checked
-/// separately).
-pub fn lines_without_labels(doc: &Document, state: State) -> Vec<String> {
+/// separately: the LibreOffice oracle).
+#[cfg(test)]
+fn lines_without_labels(doc: &Document, state: State) -> Vec<String> {
     let mut out = Vec::new();
     push_blocks_with(&doc.body, state, Labels::Hidden, &mut out);
     out

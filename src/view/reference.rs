@@ -15,7 +15,7 @@ use super::annotated::escape;
 use crate::docx::{Block, Document, Inline, Paragraph};
 
 /// Renders the reference view.
-pub fn render(doc: &Document, title: &str) -> String {
+pub(crate) fn render(doc: &Document, title: &str) -> String {
     let mut out = format!("# {}\n\n", escape(title));
     for block in &doc.body {
         match block {

@@ -15,7 +15,7 @@ use crate::xlsx::{Cell, Sheet, Workbook, address, column_letters};
 /// The workbook as Markdown tables, one per sheet. A sheet too sparse for
 /// a grid (cells far apart) is listed one cell per line instead, so the
 /// text stays linear in the cells.
-pub fn render(book: &Workbook, title: &str) -> String {
+pub(crate) fn render(book: &Workbook, title: &str) -> String {
     let mut out = format!("# Spreadsheet: {title}\n");
     for sheet in &book.sheets {
         out.push_str(&format!("\n## Sheet: {}\n\n", escape(&sheet.name)));

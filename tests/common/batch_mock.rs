@@ -620,7 +620,7 @@ fn garble(text: &str) -> String {
 
 /// Unix seconds as Anthropic writes times: RFC 3339, UTC.
 fn rfc3339(secs: u64) -> String {
-    format!("{}Z", redjury::report::utc(secs as i64).replace(' ', "T"))
+    format!("{}Z", utc_seconds(secs as i64))
 }
 
 /// The file part of a multipart/form-data body.

@@ -185,3 +185,25 @@ pub fn results(dir: &Path) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).expect("json line"))
         .collect()
 }
+
+/// A dry run (no key, no judge called) of the example's tasks over
+/// `outputs`, into `dir/run`; its cache is `dir/c.sqlite`.
+pub async fn dry_run(outputs: &str, dir: &Path) -> PathBuf {
+    let run = dir.join("run");
+    let a = args(&[
+        "score",
+        "--tasks",
+        "rubrics",
+        "--outputs",
+        outputs,
+        "--out",
+        &run.display().to_string(),
+        "--cache",
+        &dir.join("c.sqlite").display().to_string(),
+        "--dry-run",
+        "--quiet",
+    ]);
+    let (code, out, err) = redjury(a, false).await;
+    assert_eq!(code, 0, "{out}{err}");
+    run
+}

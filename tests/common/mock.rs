@@ -97,69 +97,27 @@ impl MockServer {
                             l.push(req.clone());
                             l.len() - 1
                         };
-                        match handler(&req, index) {
+                        let written = match handler(&req, index) {
                             Action::Respond { status, headers, body } => {
-                                let mut head = format!(
-                                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
-                                    body.len()
-                                );
-                                for (k, v) in headers {
-                                    head.push_str(&format!("{k}: {v}\r\n"));
-                                }
-                                head.push_str("\r\n");
-                                if socket.write_all(head.as_bytes()).await.is_err()
-                                    || socket.write_all(body.as_bytes()).await.is_err()
-                                {
-                                    return;
-                                }
+                                reply(&mut socket, status, &headers, &body).await
                             }
-                            Action::Later(d, body) | Action::StatusLater(d, 200, body) => {
+                            Action::Later(d, body) => {
                                 tokio::time::sleep(d).await;
-                                let head = format!(
-                                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                                    body.len()
-                                );
-                                if socket.write_all(head.as_bytes()).await.is_err()
-                                    || socket.write_all(body.as_bytes()).await.is_err()
-                                {
-                                    return;
-                                }
+                                reply(&mut socket, 200, &[], &body).await
                             }
                             Action::StatusLater(d, status, body) => {
                                 tokio::time::sleep(d).await;
-                                let head = format!(
-                                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                                    body.len()
-                                );
-                                if socket.write_all(head.as_bytes()).await.is_err()
-                                    || socket.write_all(body.as_bytes()).await.is_err()
-                                {
-                                    return;
-                                }
+                                reply(&mut socket, status, &[], &body).await
                             }
                             Action::Stall(d) => {
                                 tokio::time::sleep(d).await;
                                 return;
                             }
                             Action::Drop => return,
-                            Action::Chunked(body) => {
-                                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
-                                if socket.write_all(head.as_bytes()).await.is_err() {
-                                    return;
-                                }
-                                for chunk in body.as_bytes().chunks(64 * 1024) {
-                                    let size = format!("{:x}\r\n", chunk.len());
-                                    if socket.write_all(size.as_bytes()).await.is_err()
-                                        || socket.write_all(chunk).await.is_err()
-                                        || socket.write_all(b"\r\n").await.is_err()
-                                    {
-                                        return;
-                                    }
-                                }
-                                if socket.write_all(b"0\r\n\r\n").await.is_err() {
-                                    return;
-                                }
-                            }
+                            Action::Chunked(body) => chunked(&mut socket, &body).await,
+                        };
+                        if written.is_err() {
+                            return;
                         }
                     }
                 });
@@ -284,11 +242,56 @@ pub enum Reports {
     Anthropic,
 }
 
+/// One reply with a length: every status and header a mock sends goes
+/// through here.
+async fn reply(
+    socket: &mut tokio::net::TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: &str,
+) -> std::io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    socket.write_all(head.as_bytes()).await?;
+    socket.write_all(body.as_bytes()).await
+}
+
+/// A 200 whose body comes in 64 KiB chunks, its length not said up front.
+async fn chunked(socket: &mut tokio::net::TcpStream, body: &str) -> std::io::Result<()> {
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+    socket.write_all(head.as_bytes()).await?;
+    for chunk in body.as_bytes().chunks(64 * 1024) {
+        socket.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await?;
+        socket.write_all(chunk).await?;
+        socket.write_all(b"\r\n").await?;
+    }
+    socket.write_all(b"0\r\n\r\n").await
+}
+
+/// Unix seconds as an RFC 3339 UTC time to the second, without the zone:
+/// "2026-12-01T09:30:00".
+pub fn utc_seconds(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (year, month, day) = redjury::calendar::civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// An instant as Anthropic writes it: RFC 3339, UTC, milliseconds.
 fn rfc3339(t: std::time::SystemTime) -> String {
     let since = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let utc = redjury::report::utc(since.as_secs() as i64).replace(' ', "T");
-    format!("{utc}.{:03}Z", since.subsec_millis())
+    format!("{}.{:03}Z", utc_seconds(since.as_secs() as i64), since.subsec_millis())
 }
 
 /// When a rate-limited mock accepted and refused requests.

@@ -194,6 +194,7 @@ pub fn synthetic_contract(sections: usize, note: &str) -> Vec<u8> {
 pub mod alloc;
 pub mod batch_mock;
 pub mod browser;
+pub mod checks;
 pub mod e2e;
 pub mod mock;
 pub mod served;
@@ -323,4 +324,25 @@ pub fn inline_row(r: u32, texts: &[&str]) -> String {
         })
         .collect();
     format!(r#"<row r="{r}">{cells}</row>"#)
+}
+
+/// The judges' annotated view of a document, as `redjury render` prints it.
+pub fn annotated(doc: &redjury::docx::Document, title: &str) -> String {
+    redjury::render_view(doc, redjury::ViewKind::Annotated, title)
+}
+
+/// The judges' view of a workbook.
+pub fn workbook_view(book: &redjury::xlsx::Workbook, title: &str) -> String {
+    redjury::render_workbook_view(book, redjury::ViewKind::Annotated, title)
+}
+
+/// The accepted (or rejected) text, one paragraph per line.
+pub fn text_lines(doc: &redjury::docx::Document, state: redjury::docx::State) -> Vec<String> {
+    let kind = match state {
+        redjury::docx::State::Accepted => redjury::ViewKind::Accepted,
+        redjury::docx::State::Rejected => redjury::ViewKind::Rejected,
+    };
+    let text = redjury::render_view(doc, kind, "");
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    if text.is_empty() { Vec::new() } else { text.split('\n').map(str::to_string).collect() }
 }

@@ -18,7 +18,7 @@
 mod anthropic;
 mod gemini;
 mod openai;
-pub mod wire;
+pub(crate) mod wire;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -35,7 +35,7 @@ use wire::{Api, Envelope, Filling, Payload, Transient, WireError};
 
 /// Where a batch is, by the provider's word.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Queued or running.
     Running,
     /// Done (completed, expired or cancelled): results can be read.
@@ -50,7 +50,7 @@ pub enum Phase {
 
 /// One poll's answer.
 #[derive(Debug, Clone)]
-pub struct Status {
+pub(crate) struct Status {
     /// Where the batch is.
     pub phase: Phase,
     /// The provider's own counts, in words.
@@ -61,7 +61,7 @@ pub struct Status {
 
 /// What came back for one item.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ItemResult {
+pub(crate) enum ItemResult {
     /// A reply body, as a live call would have received it.
     Reply(String),
     /// The provider could not answer it.
@@ -74,7 +74,7 @@ pub enum ItemResult {
 
 /// What a results download held.
 #[derive(Debug, Default)]
-pub struct Results {
+pub(crate) struct Results {
     /// Each result with the custom id its line carries (`None` when it
     /// carries none), in the provider's order.
     pub items: Vec<(Option<String>, ItemResult)>,
@@ -127,7 +127,7 @@ impl Leftover {
 }
 
 /// Calls no batch answered: digest → why.
-pub type Unanswered = HashMap<String, Leftover>;
+pub(crate) type Unanswered = HashMap<String, Leftover>;
 
 /// A poll that fails this many times in a row gives the batch up for this
 /// run (it stays recorded: the next run polls it again).
@@ -923,7 +923,7 @@ fn match_results(items: &[BatchItem], results: Results) -> HashMap<&str, ItemRes
 /// Why a recorded batch could not be cancelled.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CancelError {
+pub(crate) enum CancelError {
     /// The cache has no such batch.
     #[error("no batch {0} in this cache (`redjury batches` lists them)")]
     Unknown(String),
@@ -953,7 +953,11 @@ pub enum CancelError {
 /// Asks the provider to cancel a recorded batch. It stays recorded: the
 /// next run collects what it answered before the cancel (paid for) and
 /// treats the rest as unanswered.
-pub async fn cancel(cache: &Cache, judges: &[Arc<Judge>], id: &str) -> Result<(), CancelError> {
+pub(crate) async fn cancel(
+    cache: &Cache,
+    judges: &[Arc<Judge>],
+    id: &str,
+) -> Result<(), CancelError> {
     let record = cache.batch(id)?.ok_or_else(|| CancelError::Unknown(id.to_string()))?;
     match record.state {
         BatchState::Collected => return Err(CancelError::Collected(id.to_string())),

@@ -64,7 +64,7 @@ impl WireError {
 }
 
 /// One provider's API as the batch code calls it.
-pub struct Api<'a> {
+pub(crate) struct Api<'a> {
     pub(super) http: &'a reqwest::Client,
     pub(super) headers: Vec<(&'static str, String)>,
     /// The largest reply read (results files are large).
@@ -74,7 +74,7 @@ pub struct Api<'a> {
 }
 
 /// A request body and its content type.
-pub struct Payload {
+pub(crate) struct Payload {
     /// Its `content-type`.
     pub content_type: String,
     /// The body.
@@ -83,7 +83,7 @@ pub struct Payload {
 
 impl Payload {
     /// A JSON body.
-    pub fn json(v: &Value) -> Payload {
+    pub(crate) fn json(v: &Value) -> Payload {
         Payload {
             content_type: "application/json".into(),
             bytes: serde_json::to_vec(v).unwrap_or_default(),
@@ -93,22 +93,22 @@ impl Payload {
 
 impl Api<'_> {
     /// GET `url`, the body as text.
-    pub async fn get(&self, url: &str) -> Result<String, WireError> {
+    pub(crate) async fn get(&self, url: &str) -> Result<String, WireError> {
         self.send(reqwest::Method::GET, url, None).await
     }
 
     /// POST `payload` to `url`, the body as text.
-    pub async fn post(&self, url: &str, payload: Payload) -> Result<String, WireError> {
+    pub(crate) async fn post(&self, url: &str, payload: Payload) -> Result<String, WireError> {
         self.send(reqwest::Method::POST, url, Some(payload)).await
     }
 
     /// POST JSON, the reply parsed.
-    pub async fn post_json(&self, url: &str, body: &Value) -> Result<Value, WireError> {
+    pub(crate) async fn post_json(&self, url: &str, body: &Value) -> Result<Value, WireError> {
         parse(&self.post(url, Payload::json(body)).await?)
     }
 
     /// GET, the reply parsed.
-    pub async fn get_json(&self, url: &str) -> Result<Value, WireError> {
+    pub(crate) async fn get_json(&self, url: &str) -> Result<Value, WireError> {
         parse(&self.get(url).await?)
     }
 
@@ -186,7 +186,7 @@ fn parse(text: &str) -> Result<Value, WireError> {
 
 /// How a batch's items are wrapped into one request body: written
 /// straight into one buffer, so a batch of 190 MB is held once.
-pub struct Envelope {
+pub(crate) struct Envelope {
     /// Everything before the first item.
     pub prefix: Vec<u8>,
     /// Between two items.
@@ -199,7 +199,7 @@ pub struct Envelope {
 
 impl Envelope {
     /// A JSON body: `prefix`, items separated by commas, `suffix`.
-    pub fn json(prefix: &str, suffix: &str) -> Envelope {
+    pub(crate) fn json(prefix: &str, suffix: &str) -> Envelope {
         Envelope {
             prefix: prefix.as_bytes().to_vec(),
             separator: b",",
@@ -210,7 +210,11 @@ impl Envelope {
 
     /// A multipart/form-data body with text fields and one JSONL file
     /// whose lines are the items.
-    pub fn multipart_jsonl(fields: &[(&str, &str)], file_field: &str, filename: &str) -> Envelope {
+    pub(crate) fn multipart_jsonl(
+        fields: &[(&str, &str)],
+        file_field: &str,
+        filename: &str,
+    ) -> Envelope {
         // The boundary only has to be absent from the parts; a JSONL file
         // of judge requests never holds this line.
         let boundary = "redjury-batch-9b0c7e2f5a3d4e1f8c6b";
@@ -232,13 +236,13 @@ impl Envelope {
     }
 
     /// Bytes the envelope adds around `n` items.
-    pub fn overhead(&self, n: usize) -> usize {
+    pub(crate) fn overhead(&self, n: usize) -> usize {
         self.prefix.len() + self.suffix.len() + n.saturating_sub(1) * self.separator.len()
     }
 }
 
 /// A batch body being filled: items are appended as they are made.
-pub struct Filling {
+pub(crate) struct Filling {
     bytes: Vec<u8>,
     items: usize,
     separator: &'static [u8],
@@ -246,12 +250,12 @@ pub struct Filling {
 
 impl Filling {
     /// An empty body in `envelope`.
-    pub fn start(envelope: &Envelope) -> Filling {
+    pub(crate) fn start(envelope: &Envelope) -> Filling {
         Filling { bytes: envelope.prefix.clone(), items: 0, separator: envelope.separator }
     }
 
     /// Appends one serialised item.
-    pub fn push(&mut self, item: &[u8]) {
+    pub(crate) fn push(&mut self, item: &[u8]) {
         if self.items > 0 {
             self.bytes.extend_from_slice(self.separator);
         }
@@ -259,23 +263,8 @@ impl Filling {
         self.items += 1;
     }
 
-    /// Items in it.
-    pub fn items(&self) -> usize {
-        self.items
-    }
-
-    /// Bytes so far.
-    pub fn len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    /// Whether it holds no item.
-    pub fn is_empty(&self) -> bool {
-        self.items == 0
-    }
-
     /// The finished body.
-    pub fn finish(mut self, envelope: &Envelope) -> Payload {
+    pub(crate) fn finish(mut self, envelope: &Envelope) -> Payload {
         self.bytes.extend_from_slice(&envelope.suffix);
         Payload { content_type: envelope.content_type.clone(), bytes: self.bytes }
     }

@@ -15,12 +15,12 @@ mod openai;
 use serde_json::{Value, json};
 
 use super::config::{JudgeConfig, Provider};
-pub use crate::cache::Usage;
+pub(crate) use crate::cache::Usage;
 use crate::prompt::Prompt;
 
 /// What a successful (2xx) response said.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// Text to parse for verdicts (a JSON object, possibly wrapped).
     /// Text to parse for verdicts (a JSON object, possibly wrapped).
     Text {
@@ -44,7 +44,7 @@ pub enum Reply {
 /// provider's format): a failed attempt, retried and never cached, whose
 /// tokens were billed all the same.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Unusable {
+pub(crate) struct Unusable {
     /// Why the reply cannot be used.
     pub message: String,
     /// What it was billed.
@@ -59,7 +59,7 @@ impl Unusable {
 
 /// What an error reply means for the judge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
+pub(crate) enum ErrorClass {
     /// Try again later (429, 5xx, 408, 409, overloaded).
     Retryable,
     /// This call cannot succeed (a prompt too long, a bad request).
@@ -71,7 +71,7 @@ pub enum ErrorClass {
 
 /// An HTTP request, ready to send. The body is serialised once, here, and
 /// `content-type` is among the headers exactly once.
-pub struct Request {
+pub(crate) struct Request {
     /// Where to send it.
     pub url: String,
     /// Its headers, the key's among them.
@@ -110,7 +110,7 @@ pub(crate) fn verdict_schema() -> Value {
 }
 
 /// The request for one call. `key` is `None` for a server that needs none.
-pub fn build(judge: &JudgeConfig, key: Option<&str>, prompt: &Prompt) -> Request {
+pub(crate) fn build(judge: &JudgeConfig, key: Option<&str>, prompt: &Prompt) -> Request {
     let (url, mut headers, body) = match judge.provider {
         Provider::Openai => openai::request(judge, key, prompt),
         Provider::Anthropic => anthropic::request(judge, key, prompt),
@@ -123,7 +123,7 @@ pub fn build(judge: &JudgeConfig, key: Option<&str>, prompt: &Prompt) -> Request
 }
 
 /// A call's request body alone (a batch item carries it).
-pub fn body(judge: &JudgeConfig, prompt: &Prompt) -> Value {
+pub(crate) fn body(judge: &JudgeConfig, prompt: &Prompt) -> Value {
     match judge.provider {
         Provider::Openai => openai::body(judge, prompt),
         Provider::Anthropic => anthropic::body(judge, prompt),
@@ -133,7 +133,7 @@ pub fn body(judge: &JudgeConfig, prompt: &Prompt) -> Value {
 
 /// The headers (the key's among them) every request to the provider's
 /// API carries, batch endpoints included.
-pub fn auth_headers(judge: &JudgeConfig, key: Option<&str>) -> Vec<(&'static str, String)> {
+pub(crate) fn auth_headers(judge: &JudgeConfig, key: Option<&str>) -> Vec<(&'static str, String)> {
     match judge.provider {
         Provider::Openai => openai::headers(key),
         Provider::Anthropic => anthropic::headers(judge, key),
@@ -142,7 +142,7 @@ pub fn auth_headers(judge: &JudgeConfig, key: Option<&str>) -> Vec<(&'static str
 }
 
 /// Parses a 2xx body.
-pub fn parse(provider: Provider, body: &str) -> Result<Reply, Unusable> {
+pub(crate) fn parse(provider: Provider, body: &str) -> Result<Reply, Unusable> {
     let v: Value = serde_json::from_str(body)
         .map_err(|e| Unusable::new(format!("response body is not JSON ({e})"), Usage::default()))?;
     match provider {
@@ -155,7 +155,7 @@ pub fn parse(provider: Provider, body: &str) -> Result<Reply, Unusable> {
 /// Classifies an error reply by its status and the provider's documented
 /// error codes (a bad key is not always a 401: Gemini answers 400
 /// `API_KEY_INVALID`).
-pub fn classify(provider: Provider, status: u16, body: &str) -> ErrorClass {
+pub(crate) fn classify(provider: Provider, status: u16, body: &str) -> ErrorClass {
     let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
     let down = matches!(status, 401 | 403 | 404)
         || match provider {
@@ -173,7 +173,7 @@ pub fn classify(provider: Provider, status: u16, body: &str) -> ErrorClass {
 }
 
 /// The human-readable message inside an error body, whatever the provider.
-pub fn error_message(body: &str) -> String {
+pub(crate) fn error_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let msg = parsed.as_ref().and_then(|v| {
         v.pointer("/error/message")

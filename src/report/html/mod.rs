@@ -10,8 +10,8 @@
 //! `file://` and from an email), and never let run data reach the page
 //! unescaped.
 
-pub mod svg;
-pub mod view;
+pub(crate) mod svg;
+pub(crate) mod view;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -31,7 +31,7 @@ const CSS: &str = include_str!("report.css");
 const SCRIPT: &str = include_str!("report.js");
 
 /// Text escaped for HTML content and attribute values.
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     if !s.contains(['&', '<', '>', '"', '\'']) {
         return s.to_string();
     }
@@ -51,7 +51,7 @@ pub fn escape(s: &str) -> String {
 
 /// One rater's agreement with gold, from a calibration (formatted only).
 #[derive(Debug, Clone)]
-pub struct Trust {
+pub(crate) struct Trust {
     /// The judge or the panel.
     pub rater: String,
     /// Labelled items.
@@ -61,7 +61,7 @@ pub struct Trust {
 }
 
 /// The other run, for `--compare`.
-pub struct Against<'a> {
+pub(crate) struct Against<'a> {
     /// Its folder (for the title).
     pub dir: &'a Path,
     /// The comparison (A = this run).
@@ -69,7 +69,7 @@ pub struct Against<'a> {
 }
 
 /// Where the views of the run's rows are, and how much of them to embed.
-pub struct Views<'a> {
+pub(crate) struct Views<'a> {
     /// The results folder's `views/`, if it has one.
     pub dir: Option<&'a Path>,
     /// Compressed bytes of views to embed at most; rows that matter most
@@ -78,7 +78,7 @@ pub struct Views<'a> {
 }
 
 /// Everything a report page shows.
-pub struct Page<'a> {
+pub(crate) struct Page<'a> {
     /// The results folder.
     pub dir: &'a Path,
     /// Its summary.
@@ -218,7 +218,7 @@ fn embedded_views(rows: &[TaskResult], views: &Views<'_>) -> BTreeMap<String, St
 const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'";
 
 /// The whole page.
-pub fn render(page: &Page<'_>) -> String {
+pub(crate) fn render(page: &Page<'_>) -> String {
     let s = page.summary;
     let title = format!("redjury report: {}", page.dir.display());
     let mut out = format!(

@@ -26,7 +26,7 @@ fn open(title: &str, width: f64, height: f64) -> String {
 
 /// A horizontal bar per item, 0..1 axis, with its interval when known.
 /// Values show four places, as the tables beside them do.
-pub fn bars(title: &str, items: &[(String, f64, Option<[f64; 2]>)]) -> String {
+pub(crate) fn bars(title: &str, items: &[(String, f64, Option<[f64; 2]>)]) -> String {
     let longest = items.iter().map(|(l, ..)| text_width(l)).fold(40.0, f64::max);
     let (label_w, plot_w, row_h) = (longest + 10.0, 360.0, 26.0);
     let height = 30.0 + row_h * items.len() as f64;
@@ -80,7 +80,7 @@ pub fn bars(title: &str, items: &[(String, f64, Option<[f64; 2]>)]) -> String {
 /// A square heatmap of values in 0..1 (`None` cells blank): row labels on
 /// the left, centred on their rows; column labels above, slanted up and
 /// to the right from their columns, with room for the longest.
-pub fn heatmap(title: &str, labels: &[String], cells: &[Vec<Option<f64>>]) -> String {
+pub(crate) fn heatmap(title: &str, labels: &[String], cells: &[Vec<Option<f64>>]) -> String {
     let longest = labels.iter().map(|l| text_width(l)).fold(20.0, f64::max);
     let cell = 56.0;
     let n = labels.len() as f64;
@@ -125,7 +125,7 @@ pub fn heatmap(title: &str, labels: &[String], cells: &[Vec<Option<f64>>]) -> St
 }
 
 /// A scatter of run A (x) against run B (y), both 0..1, with the diagonal.
-pub fn scatter(title: &str, points: &[(String, f64, f64)]) -> String {
+pub(crate) fn scatter(title: &str, points: &[(String, f64, f64)]) -> String {
     let (pad, size) = (40.0, 360.0);
     let total = size + 2.0 * pad;
     let mut out = open(title, total, total);

@@ -198,7 +198,7 @@ fn split_id(line: &str) -> Option<(&str, &str)> {
 }
 
 /// The annotated view `text` as HTML.
-pub fn to_html(text: &str) -> String {
+pub(crate) fn to_html(text: &str) -> String {
     let mut palette = Palette::default();
     let comments = comment_map(text, &mut palette);
     let mut out = String::from(r#"<div class="doc">"#);

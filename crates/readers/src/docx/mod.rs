@@ -29,7 +29,7 @@ pub fn format_list_number(format: &str, n: i64) -> String {
     numfmt::format_number(format, n)
 }
 
-use package::Package;
+use package::{Package, Relationship};
 use story::{Ctx, Mode, parse_blocks};
 use xml::{Ev, Ns, PartReader, local};
 
@@ -162,86 +162,12 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
         return Err(DocxError::MissingPart(main));
     };
     let rels = pkg.relationships(&main)?;
-    let target = |kind: &str| rels.iter().find(|r| r.kind == kind).and_then(|r| r.target.clone());
-
     let mut ctx = Ctx::default();
     let body = parse_main(&mut ctx, &main, &main_xml)?;
-
-    for (kind, story_kind) in [("footnotes", StoryKind::Footnote), ("endnotes", StoryKind::Endnote)]
-    {
-        if let Some(part) = target(kind)
-            && let Some(xml) = pkg.read_part(&part)?
-        {
-            parse_notes(&mut ctx, &part, &xml, story_kind)?;
-        }
-    }
-    let mut seen = HashSet::new();
-    for rel in &rels {
-        let story_kind = match rel.kind.as_str() {
-            "header" => StoryKind::Header,
-            "footer" => StoryKind::Footer,
-            _ => continue,
-        };
-        let Some(part) = rel.target.clone() else { continue };
-        if !seen.insert(part.clone()) {
-            continue;
-        }
-        if let Some(xml) = pkg.read_part(&part)? {
-            let mut reader = PartReader::new(&part, &xml);
-            if let Some(blocks) = parse_root(&mut ctx, &mut reader)? {
-                ctx.stories.push(Story { kind: story_kind, id: part.clone(), blocks });
-            }
-        }
-    }
-
-    let mut comments = Vec::new();
-    if let Some(part) = target("comments")
-        && let Some(xml) = pkg.read_part(&part)?
-    {
-        comments = comments::parse_comments(&mut ctx, &part, &xml)?;
-    }
-    if let Some(part) = target("commentsExtended")
-        && let Some(xml) = pkg.read_part(&part)?
-    {
-        comments::apply_extended(&mut comments, &part, &xml, &mut ctx.warnings)?;
-    }
-    let mut people = Vec::new();
-    if let Some(part) = target("people")
-        && let Some(xml) = pkg.read_part(&part)?
-    {
-        people = comments::parse_people(&part, &xml)?;
-    }
-
-    let styles = match target("styles") {
-        Some(part) => pkg.read_part(&part)?.map(|xml| (part, xml)),
-        None => None,
-    };
-    let numbering = match target("numbering") {
-        Some(part) => pkg.read_part(&part)?.map(|xml| (part, xml)),
-        None => None,
-    };
-    let defs = numbering::Definitions::parse(
-        numbering.as_ref().map(|(p, x)| (p.as_str(), x.as_str())),
-        styles.as_ref().map(|(p, x)| (p.as_str(), x.as_str())),
-    )?;
-
-    let mut provenance =
-        Provenance { rsid_attributes: count_rsids(&main_xml), ..Provenance::default() };
-    if let Some(part) = target("settings")
-        && let Some(xml) = pkg.read_part(&part)?
-    {
-        provenance.rsids_in_settings = count_rsids(&xml) > 0 || xml.contains(":rsids>");
-    }
-    let app_part = pkg
-        .relationships("")?
-        .into_iter()
-        .find(|r| r.kind == "extended-properties")
-        .and_then(|r| r.target)
-        .unwrap_or_else(|| "docProps/app.xml".into());
-    if let Some(xml) = pkg.read_part(&app_part)? {
-        read_app_properties(&app_part, &xml, &mut provenance)?;
-    }
-
+    parse_side_stories(&mut pkg, &rels, &mut ctx)?;
+    let (comments, people) = read_comments(&mut pkg, &rels, &mut ctx)?;
+    let defs = read_numbering(&mut pkg, &rels)?;
+    let provenance = read_provenance(&mut pkg, &rels, &main_xml)?;
     let comment_index = comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
     let mut doc = Document {
         body,
@@ -258,6 +184,118 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
     numbering::label_document(&mut doc, &defs);
     anchor_comments(&mut doc);
     Ok(doc)
+}
+
+/// The part the main document's relationship of `kind` names.
+fn target(rels: &[Relationship], kind: &str) -> Option<String> {
+    rels.iter().find(|r| r.kind == kind).and_then(|r| r.target.clone())
+}
+
+/// Footnotes, endnotes, headers and footers (each part once, however many
+/// sections name it).
+fn parse_side_stories(
+    pkg: &mut Package,
+    rels: &[Relationship],
+    ctx: &mut Ctx,
+) -> Result<(), DocxError> {
+    for (kind, story_kind) in [("footnotes", StoryKind::Footnote), ("endnotes", StoryKind::Endnote)]
+    {
+        if let Some(part) = target(rels, kind)
+            && let Some(xml) = pkg.read_part(&part)?
+        {
+            parse_notes(ctx, &part, &xml, story_kind)?;
+        }
+    }
+    let mut seen = HashSet::new();
+    for rel in rels {
+        let story_kind = match rel.kind.as_str() {
+            "header" => StoryKind::Header,
+            "footer" => StoryKind::Footer,
+            _ => continue,
+        };
+        let Some(part) = rel.target.clone() else { continue };
+        if !seen.insert(part.clone()) {
+            continue;
+        }
+        if let Some(xml) = pkg.read_part(&part)? {
+            let mut reader = PartReader::new(&part, &xml);
+            if let Some(blocks) = parse_root(ctx, &mut reader)? {
+                ctx.stories.push(Story { kind: story_kind, id: part.clone(), blocks });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The comments, their extended properties (threads, resolved) and the
+/// people who wrote them.
+fn read_comments(
+    pkg: &mut Package,
+    rels: &[Relationship],
+    ctx: &mut Ctx,
+) -> Result<(Vec<Comment>, Vec<Person>), DocxError> {
+    let mut comments = Vec::new();
+    if let Some(part) = target(rels, "comments")
+        && let Some(xml) = pkg.read_part(&part)?
+    {
+        comments = comments::parse_comments(ctx, &part, &xml)?;
+    }
+    if let Some(part) = target(rels, "commentsExtended")
+        && let Some(xml) = pkg.read_part(&part)?
+    {
+        comments::apply_extended(&mut comments, &part, &xml, &mut ctx.warnings)?;
+    }
+    let mut people = Vec::new();
+    if let Some(part) = target(rels, "people")
+        && let Some(xml) = pkg.read_part(&part)?
+    {
+        people = comments::parse_people(&part, &xml)?;
+    }
+    Ok((comments, people))
+}
+
+/// The numbering definitions, with the styles that carry numbering.
+fn read_numbering(
+    pkg: &mut Package,
+    rels: &[Relationship],
+) -> Result<numbering::Definitions, DocxError> {
+    let mut part_of = |kind: &str| -> Result<Option<(String, String)>, DocxError> {
+        match target(rels, kind) {
+            Some(part) => Ok(pkg.read_part(&part)?.map(|xml| (part, xml))),
+            None => Ok(None),
+        }
+    };
+    let styles = part_of("styles")?;
+    let numbering = part_of("numbering")?;
+    numbering::Definitions::parse(
+        numbering.as_ref().map(|(p, x)| (p.as_str(), x.as_str())),
+        styles.as_ref().map(|(p, x)| (p.as_str(), x.as_str())),
+    )
+}
+
+/// What the package says about the program that wrote it.
+fn read_provenance(
+    pkg: &mut Package,
+    rels: &[Relationship],
+    main_xml: &str,
+) -> Result<Provenance, DocxError> {
+    let mut provenance =
+        Provenance { rsid_attributes: count_rsids(main_xml), ..Provenance::default() };
+    if let Some(part) = target(rels, "settings")
+        && let Some(xml) = pkg.read_part(&part)?
+    {
+        provenance.rsids_in_settings = count_rsids(&xml) > 0 || xml.contains(":rsids>");
+    }
+    let app_part = pkg
+        .relationships("")?
+        .into_iter()
+        .find(|r| r.kind == "extended-properties")
+        .and_then(|r| r.target)
+        .unwrap_or_else(|| "docProps/app.xml".into());
+    if let Some(xml) = pkg.read_part(&app_part)? {
+        read_app_properties(&app_part, &xml, &mut provenance)?;
+    }
+    Ok(provenance)
 }
 
 /// `w:rsid…="…"` attributes (rsidR, rsidRPr, rsidP, …) in a part: Word

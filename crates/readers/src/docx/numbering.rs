@@ -488,15 +488,36 @@ impl<'d> Counters<'d> {
 pub(crate) fn label_document(doc: &mut Document, defs: &Definitions) {
     for state in [State::Accepted, State::Rejected] {
         let mut counters = Counters { defs, values: HashMap::new(), nums_seen: Default::default() };
-        label_blocks(&mut doc.body, state, &mut counters, true);
+        label_blocks(&mut doc.body, state, &mut counters, Container::Present);
     }
 }
 
-fn label_blocks(blocks: &mut [Block], state: State, counters: &mut Counters<'_>, present: bool) {
+/// Whether the table row or cell that holds some blocks exists in the
+/// state being numbered: the paragraphs of one that does not consume no
+/// number.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Container {
+    Present,
+    Absent,
+}
+
+impl Container {
+    /// This container, within one that is (or is not) present.
+    fn within(self, present: bool) -> Container {
+        if self == Container::Present && present { Container::Present } else { Container::Absent }
+    }
+}
+
+fn label_blocks(
+    blocks: &mut [Block],
+    state: State,
+    counters: &mut Counters<'_>,
+    holder: Container,
+) {
     for block in blocks {
         match block {
             Block::Paragraph(p) => {
-                let label = if present && p.mark_present(state) {
+                let label = if holder == Container::Present && p.mark_present(state) {
                     let props = p.props_in(state).clone();
                     counters.label(&props)
                 } else {
@@ -515,10 +536,10 @@ fn label_blocks(blocks: &mut [Block], state: State, counters: &mut Counters<'_>,
             }
             Block::Table(t) => {
                 for row in &mut t.rows {
-                    let row_present = present && row.present(state);
+                    let row_holder = holder.within(row.present(state));
                     for cell in &mut row.cells {
-                        let cell_present = row_present && cell.present(state);
-                        label_blocks(&mut cell.blocks, state, counters, cell_present);
+                        let cell_holder = row_holder.within(cell.present(state));
+                        label_blocks(&mut cell.blocks, state, counters, cell_holder);
                     }
                 }
             }

@@ -183,8 +183,9 @@ impl NumFmt {
         match self {
             // ECMA: decimal "1, 2, 3". Custom is the caller's business (brief);
             // bahtText is decimal in Word (OI d). dollarText: ECMA calls it the
-            // "dollar text" of the run language, but OO renders it with plain
-            // decimal digits in lists; followed (doubt, see NOTES.md).
+            // "dollar text" of the run language, but LibreOffice renders it
+            // with plain decimal digits in lists; followed, unverified
+            // against Word (no Word-made file in the corpus uses it).
             Decimal | Custom | BahtText | DollarText => decimal(n),
 
             // ECMA: "none" shows no number; "bullet" uses lvlText literally.
@@ -679,7 +680,8 @@ const EN_TENS: [&str; 10] =
     ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
 
 /// Largest value spelled out; Word's \* CardText / \* OrdText stop at
-/// 999,999 (doubt, see NOTES.md); above it the label is decimal.
+/// 999,999 (per Word's field documentation; no file in the corpus goes
+/// that high to confirm it); above it the label is decimal.
 const EN_MAX: i64 = 999_999;
 
 fn en_below_100(n: usize) -> String {

@@ -10,7 +10,7 @@
 use quick_xml::events::BytesStart;
 
 use super::DocxError;
-use super::xml::{Ev, PartReader, local};
+use super::xml::{Ev, PartReader, Tag, local};
 
 /// An element with its attributes and children.
 #[derive(Debug, Clone, Default)]
@@ -63,11 +63,11 @@ fn attributes(e: &BytesStart<'_>) -> Vec<(String, String)> {
 pub(crate) fn read(
     reader: &mut PartReader<'_>,
     e: &BytesStart<'_>,
-    empty: bool,
+    tag: Tag,
 ) -> Result<Element, DocxError> {
     let mut root =
         Element { name: local(e).to_string(), attrs: attributes(e), children: Vec::new() };
-    if empty {
+    if tag == Tag::SelfClosing {
         return Ok(root);
     }
     // Open elements below the root, innermost last.

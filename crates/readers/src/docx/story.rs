@@ -13,7 +13,7 @@ use quick_xml::events::BytesStart;
 use super::DocxError;
 use super::model::*;
 use super::props::{self, Element};
-use super::xml::{Ev, Ns, PartReader, attr, local};
+use super::xml::{Ev, Ns, PartReader, Tag, attr, local};
 
 /// Document-wide state shared by every story of one package.
 #[derive(Default)]
@@ -206,8 +206,8 @@ impl<'c, 'x> Parser<'c, 'x> {
     fn run(&mut self, stop: usize) -> Result<(), DocxError> {
         loop {
             match self.reader.next()? {
-                Ev::Start(ns, e) => self.start(ns, &e, false)?,
-                Ev::Empty(ns, e) => self.start(ns, &e, true)?,
+                Ev::Start(ns, e) => self.start(ns, &e, Tag::Open)?,
+                Ev::Empty(ns, e) => self.start(ns, &e, Tag::SelfClosing)?,
                 Ev::End => {
                     if self.reader.depth() < stop + 1 {
                         return Ok(());
@@ -232,17 +232,17 @@ impl<'c, 'x> Parser<'c, 'x> {
         self.path.iter().rev().nth(2).copied().unwrap_or(El::Other)
     }
 
-    fn push(&mut self, empty: bool, el: El) {
-        if !empty {
+    fn push(&mut self, tag: Tag, el: El) {
+        if tag == Tag::Open {
             self.path.push(el);
         }
     }
 
-    fn start(&mut self, ns: Ns, e: &BytesStart<'_>, empty: bool) -> Result<(), DocxError> {
+    fn start(&mut self, ns: Ns, e: &BytesStart<'_>, tag: Tag) -> Result<(), DocxError> {
         let name = local(e);
         match ns {
-            Ns::W => self.start_w(name, e, empty),
-            Ns::M if name == "t" && !empty => {
+            Ns::W => self.start_w(name, e, tag),
+            Ns::M if name == "t" && tag == Tag::Open => {
                 let text = self.reader.text_content()?;
                 self.push_text(&text);
                 Ok(())
@@ -251,133 +251,100 @@ impl<'c, 'x> Parser<'c, 'x> {
                 match name {
                     "AlternateContent" => {
                         self.alternates.push(false);
-                        self.push(empty, El::AltContent);
+                        self.push(tag, El::AltContent);
                     }
-                    "Choice" | "Fallback" if !empty => {
+                    "Choice" | "Fallback" if tag == Tag::Open => {
                         let taken = self.alternates.last_mut();
                         match taken {
                             Some(t) if !*t => {
                                 *t = true;
-                                self.push(false, El::Other);
+                                self.push(Tag::Open, El::Other);
                             }
                             _ => self.reader.skip_subtree()?,
                         }
                     }
-                    _ => self.push(empty, El::Other),
+                    _ => self.push(tag, El::Other),
                 }
                 Ok(())
             }
             _ => {
-                self.push(empty, El::Other);
+                self.push(tag, El::Other);
                 Ok(())
             }
         }
     }
 
-    fn start_w(&mut self, name: &str, e: &BytesStart<'_>, empty: bool) -> Result<(), DocxError> {
+    fn start_w(&mut self, name: &str, e: &BytesStart<'_>, tag: Tag) -> Result<(), DocxError> {
         let parent = self.parent();
         // Properties are recorded for formatting-change diffs before anything else.
         if matches!(parent, El::PPr | El::RPr | El::NumPr) {
             self.record_property(name, e);
         }
         match name {
-            "p" => self.start_paragraph(e, parent, empty),
-            "pPr" if parent == El::P || parent == El::PPrChange => self.push(empty, El::PPr),
-            "rPr" => self.push(empty, El::RPr),
-            "numPr" => self.push(empty, El::NumPr),
+            "p" => self.start_paragraph(e, parent, tag),
+            "pPr" if parent == El::P || parent == El::PPrChange => self.push(tag, El::PPr),
+            "rPr" => self.push(tag, El::RPr),
+            "numPr" => self.push(tag, El::NumPr),
             "pStyle" | "framePr" if parent == El::PPr => {
                 self.paragraph_property(name, e);
-                self.skip_if_open(empty)?;
+                self.skip_if_open(tag)?;
             }
             "ilvl" | "numId" if parent == El::NumPr => {
                 self.paragraph_property(name, e);
-                self.skip_if_open(empty)?;
+                self.skip_if_open(tag)?;
             }
-            "pPrChange" | "rPrChange" => self.format_change(name, e, empty)?,
-            "ins" | "del" | "moveFrom" | "moveTo" => self.revision_element(name, e, empty)?,
+            "pPrChange" | "rPrChange" => self.format_change(name, e, tag)?,
+            "ins" | "del" | "moveFrom" | "moveTo" => self.revision_element(name, e, tag)?,
             "moveFromRangeStart" | "moveToRangeStart" | "moveFromRangeEnd" | "moveToRangeEnd" => {
                 self.move_range(name, e);
-                self.skip_if_open(empty)?;
+                self.skip_if_open(tag)?;
             }
-            "tbl" => self.open_frame(Frame::Table(Table::default()), El::Tbl, empty),
-            "tr" => self.open_frame(Frame::Row(Row::default()), El::Tr, empty),
-            "tc" => self.open_frame(Frame::Cell(Cell::default()), El::Tc, empty),
-            "txbxContent" if !empty => {
-                self.open_frame(Frame::TextBox(Vec::new()), El::TxbxContent, empty)
+            "tbl" => self.open_frame(Frame::Table(Table::default()), El::Tbl, tag),
+            "tr" => self.open_frame(Frame::Row(Row::default()), El::Tr, tag),
+            "tc" => self.open_frame(Frame::Cell(Cell::default()), El::Tc, tag),
+            "txbxContent" if tag == Tag::Open => {
+                self.open_frame(Frame::TextBox(Vec::new()), El::TxbxContent, tag)
             }
             "trPr" | "tblPrEx" if parent == El::Tr => {
-                let el = props::read(self.reader, e, empty)?;
+                let el = props::read(self.reader, e, tag)?;
                 self.row_properties(&el);
             }
             "tblPr" | "tblGrid" if parent == El::Tbl => {
-                let el = props::read(self.reader, e, empty)?;
+                let el = props::read(self.reader, e, tag)?;
                 self.table_properties(&el);
             }
             "tcPr" if parent == El::Tc => {
-                let el = props::read(self.reader, e, empty)?;
+                let el = props::read(self.reader, e, tag)?;
                 self.cell_properties(&el);
             }
             "sectPr" => {
-                let el = props::read(self.reader, e, empty)?;
+                let el = props::read(self.reader, e, tag)?;
                 self.section_properties(&el);
             }
-            "r" => {
-                self.run_format = None;
-                self.rpr_now.clear();
-                self.rpr_old.clear();
-                self.custom_note_mark = false;
-                self.push(empty, El::R);
-            }
-            "t" | "delText" if !empty => self.text(e)?,
-            "instrText" | "delInstrText" if !empty => {
-                let code = self.reader.text_content()?;
-                if let Some(f) = self.open_fields.last_mut() {
-                    f.instruction.push_str(&code);
-                    f.deleted |= name == "delInstrText";
-                }
-            }
-            "fldSimple" => {
-                let field = Field {
-                    instruction: attr(e, "instr").unwrap_or_default(),
-                    body_index: self.current_body_index(),
-                    ..Field::default()
-                };
-                if empty {
-                    self.ctx.fields.push(trimmed(field));
-                } else {
-                    self.fields.push(FieldPhase::Result);
-                    self.open_fields.push(field);
-                    self.push(false, El::FldSimple);
-                }
-            }
+            "r" => self.start_run(tag),
+            "t" | "delText" if tag == Tag::Open => self.text(e)?,
+            "instrText" | "delInstrText" if tag == Tag::Open => self.instruction(name)?,
+            "fldSimple" => self.simple_field(e, tag),
             "bookmarkStart" => {
-                let name = attr(e, "name").unwrap_or_default();
-                // Between paragraphs, a bookmark belongs to the next one.
-                let body_index = self.current_body_index().or_else(|| {
-                    (self.mode == Mode::Body && self.path.len() == 1)
-                        .then_some(self.next_body_index)
-                });
-                if self.mode == Mode::Body && !name.is_empty() {
-                    self.ctx.bookmarks.push(Bookmark { name, body_index });
-                }
-                self.skip_if_open(empty)?;
+                self.bookmark(e);
+                self.skip_if_open(tag)?;
             }
             "instrText" | "delInstrText" | "sdtPr" | "sdtEndPr" | "fldData" | "ffData" => {
-                self.skip_if_open(empty)?
+                self.skip_if_open(tag)?
             }
             "tab" | "ptab" | "br" | "cr" | "noBreakHyphen" | "softHyphen" | "sym"
                 if parent == El::R =>
             {
                 self.run_character(name, e);
-                self.skip_if_open(empty)?;
+                self.skip_if_open(tag)?;
             }
             "fldChar" => {
-                let el = props::read(self.reader, e, empty)?;
+                let el = props::read(self.reader, e, tag)?;
                 self.field_char(&el);
             }
             "footnoteReference" | "endnoteReference" => {
                 self.note_reference(name, e);
-                self.skip_if_open(empty)?;
+                self.skip_if_open(tag)?;
             }
             "commentRangeStart" | "commentRangeEnd" | "commentReference" => {
                 let id = attr(e, "id").unwrap_or_default();
@@ -387,16 +354,64 @@ impl<'c, 'x> Parser<'c, 'x> {
                     _ => Inline::CommentRef { id },
                 };
                 self.push_anchor(inline);
-                self.skip_if_open(empty)?;
+                self.skip_if_open(tag)?;
             }
-            _ => self.push(empty, El::Other),
+            _ => self.push(tag, El::Other),
         }
         Ok(())
     }
 
+    /// `w:r`: a run starts with no formatting of its own yet.
+    fn start_run(&mut self, tag: Tag) {
+        self.run_format = None;
+        self.rpr_now.clear();
+        self.rpr_old.clear();
+        self.custom_note_mark = false;
+        self.push(tag, El::R);
+    }
+
+    /// A complex field's instruction text (its code, never shown).
+    fn instruction(&mut self, name: &str) -> Result<(), DocxError> {
+        let code = self.reader.text_content()?;
+        if let Some(f) = self.open_fields.last_mut() {
+            f.instruction.push_str(&code);
+            f.deleted |= name == "delInstrText";
+        }
+        Ok(())
+    }
+
+    /// `w:fldSimple`: a field whose instruction is an attribute; its
+    /// content, if any, is the result shown.
+    fn simple_field(&mut self, e: &BytesStart<'_>, tag: Tag) {
+        let field = Field {
+            instruction: attr(e, "instr").unwrap_or_default(),
+            body_index: self.current_body_index(),
+            ..Field::default()
+        };
+        if tag == Tag::SelfClosing {
+            self.ctx.fields.push(trimmed(field));
+        } else {
+            self.fields.push(FieldPhase::Result);
+            self.open_fields.push(field);
+            self.push(Tag::Open, El::FldSimple);
+        }
+    }
+
+    /// `w:bookmarkStart`, in the body: between paragraphs, a bookmark
+    /// belongs to the next one.
+    fn bookmark(&mut self, e: &BytesStart<'_>) {
+        let name = attr(e, "name").unwrap_or_default();
+        let body_index = self.current_body_index().or_else(|| {
+            (self.mode == Mode::Body && self.path.len() == 1).then_some(self.next_body_index)
+        });
+        if self.mode == Mode::Body && !name.is_empty() {
+            self.ctx.bookmarks.push(Bookmark { name, body_index });
+        }
+    }
+
     /// `w:p`: a new paragraph (numbered as python-docx numbers the body's
     /// direct paragraphs), with the comment ranges that opened before it.
-    fn start_paragraph(&mut self, e: &BytesStart<'_>, parent: El, empty: bool) {
+    fn start_paragraph(&mut self, e: &BytesStart<'_>, parent: El, tag: Tag) {
         let mut b = ParaBuilder::default();
         b.p.para_id = attr(e, "paraId");
         if self.mode == Mode::Body && parent == El::Body {
@@ -407,7 +422,7 @@ impl<'c, 'x> Parser<'c, 'x> {
             b.p.inlines.push(Inline::CommentStart { id });
         }
         self.frames.push(Frame::Para(b));
-        if empty {
+        if tag == Tag::SelfClosing {
             self.finish_paragraph();
         } else {
             self.path.push(El::P);
@@ -437,12 +452,7 @@ impl<'c, 'x> Parser<'c, 'x> {
     }
 
     /// `w:pPrChange`, and `w:rPrChange` of a run or of a paragraph mark.
-    fn format_change(
-        &mut self,
-        name: &str,
-        e: &BytesStart<'_>,
-        empty: bool,
-    ) -> Result<(), DocxError> {
+    fn format_change(&mut self, name: &str, e: &BytesStart<'_>, tag: Tag) -> Result<(), DocxError> {
         if name == "pPrChange" {
             let rev = self.ctx.revision(RevisionKind::ParagraphFormat, e);
             if let Some(b) = self.para_mut() {
@@ -450,7 +460,7 @@ impl<'c, 'x> Parser<'c, 'x> {
                 b.ppr_change = Some(rev);
                 b.props_before.get_or_insert_with(ParagraphProps::default);
             }
-            self.push(empty, El::PPrChange);
+            self.push(tag, El::PPrChange);
         } else if self.grandparent() == El::PPr {
             // Formatting of the paragraph mark itself.
             let rev = self.ctx.revision(RevisionKind::ParagraphFormat, e);
@@ -460,11 +470,11 @@ impl<'c, 'x> Parser<'c, 'x> {
             if let Some(b) = self.para_mut() {
                 b.p.format_changes.push(rev);
             }
-            self.skip_if_open(empty)?;
+            self.skip_if_open(tag)?;
         } else {
             let rev = self.ctx.revision(RevisionKind::RunFormat, e);
             self.run_format = Some(rev);
-            self.push(empty, El::RPrChange);
+            self.push(tag, El::RPrChange);
         }
         Ok(())
     }
@@ -481,10 +491,10 @@ impl<'c, 'x> Parser<'c, 'x> {
     }
 
     /// A table, row, cell or text box opens (and closes at once when empty).
-    fn open_frame(&mut self, frame: Frame, el: El, empty: bool) {
+    fn open_frame(&mut self, frame: Frame, el: El, tag: Tag) {
         self.frames.push(frame);
-        self.push(empty, el);
-        if empty {
+        self.push(tag, el);
+        if tag == Tag::SelfClosing {
             self.close_frame();
         }
     }
@@ -696,8 +706,8 @@ impl<'c, 'x> Parser<'c, 'x> {
         Some(self.ctx.revision_of(kind, change, changed))
     }
 
-    fn skip_if_open(&mut self, empty: bool) -> Result<(), DocxError> {
-        if !empty {
+    fn skip_if_open(&mut self, tag: Tag) -> Result<(), DocxError> {
+        if tag == Tag::Open {
             self.reader.skip_subtree()?;
         }
         Ok(())
@@ -709,7 +719,7 @@ impl<'c, 'x> Parser<'c, 'x> {
         &mut self,
         name: &str,
         e: &BytesStart<'_>,
-        empty: bool,
+        tag: Tag,
     ) -> Result<(), DocxError> {
         let parent = self.parent();
         let inserting = matches!(name, "ins" | "moveTo");
@@ -736,11 +746,11 @@ impl<'c, 'x> Parser<'c, 'x> {
                     b.p.mark_deleted = Some(rev);
                 }
             }
-            return self.skip_if_open(empty);
+            return self.skip_if_open(tag);
         }
         if parent == El::RPr {
             // Old properties inside a pPrChange, or a stray marker: nothing to record.
-            return self.skip_if_open(empty);
+            return self.skip_if_open(tag);
         }
         if parent == El::NumPr {
             // A tracked change to the paragraph's numbering.
@@ -751,12 +761,12 @@ impl<'c, 'x> Parser<'c, 'x> {
             if let Some(b) = self.para_mut() {
                 b.p.format_changes.push(rev);
             }
-            return self.skip_if_open(empty);
+            return self.skip_if_open(tag);
         }
         if matches!(parent, El::PPr | El::PPrChange) {
-            return self.skip_if_open(empty);
+            return self.skip_if_open(tag);
         }
-        if empty {
+        if tag == Tag::SelfClosing {
             return Ok(());
         }
         let kind = match name {

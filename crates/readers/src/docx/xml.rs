@@ -47,6 +47,16 @@ fn classify(uri: &str) -> Ns {
     }
 }
 
+/// How an element was written: `<x>`, with content and an end tag to
+/// come, or `<x/>`, complete in itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tag {
+    /// `<x>`: its content and `</x>` follow.
+    Open,
+    /// `<x/>`: nothing follows.
+    SelfClosing,
+}
+
 /// One event, reduced to what the reader needs.
 pub(crate) enum Ev<'a> {
     Start(Ns, BytesStart<'a>),

@@ -6,11 +6,38 @@
 //! LibreOffice disagree on the empty paragraphs a move or a merge leaves
 //! behind), and a list label LibreOffice prints before a paragraph is
 //! ignored, since labels are checked on their own by the numbering tests.
-use std::collections::BTreeMap;
-use std::path::Path;
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use redjury::docx::{self, State};
-use redjury::view::plain;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::docx::{self, State};
+use crate::view::plain;
+
+/// The shared corpus of Word-made files (../shared/corpus beside the
+/// checkout, or `REDJURY_CORPUS`). `None` — with a line saying the test
+/// was skipped and how to run it — when it is absent, unless
+/// `REDJURY_REQUIRE_CORPUS` is set (CI sets it), which makes its absence a
+/// failure.
+fn shared_corpus() -> Option<PathBuf> {
+    let dir = match std::env::var_os("REDJURY_CORPUS") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
+    };
+    if dir.join("README.md").is_file() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("REDJURY_REQUIRE_CORPUS").is_none(),
+        "the shared corpus is not at {} (REDJURY_REQUIRE_CORPUS is set)",
+        dir.display()
+    );
+    eprintln!(
+        "SKIPPED views_agree_with_the_libreoffice_oracle: the shared corpus of Word-made files is not at {}; set REDJURY_CORPUS to its path to run it",
+        dir.display()
+    );
+    None
+}
 
 fn normalize(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -147,8 +174,7 @@ fn baseline(folder: &Path, name: &str, state: State) -> Option<Vec<(String, Stri
 
 #[test]
 fn views_agree_with_the_libreoffice_oracle() {
-    let Some(corpus) = crate::common::shared_corpus("views_agree_with_the_libreoffice_oracle")
-    else {
+    let Some(corpus) = shared_corpus() else {
         return;
     };
     let mut failures: BTreeMap<String, String> = BTreeMap::new();

@@ -5,18 +5,39 @@
 
 use std::path::{Path, PathBuf};
 
-use redjury::judge::config::PanelConfig;
-use redjury::report::Prices;
+use crate::aggregate::Prices;
+use crate::commands::CommandError;
+use crate::judge::config::PanelConfig;
 
 const BUILTIN_PANEL: &str = include_str!("../../panel.toml");
 const BUILTIN_PRICES: &str = include_str!("../../prices.toml");
 
+/// What a command judges with, and where each came from.
+#[derive(Debug, Clone)]
 pub struct Found {
+    /// The panel.
     pub panel: PanelConfig,
+    /// Where the panel came from, for the user.
     pub panel_from: String,
+    /// The price table.
     pub prices: Prices,
+    /// Where the prices came from.
     pub prices_from: String,
+    /// The cache file.
     pub cache: PathBuf,
+}
+
+impl Found {
+    /// What every command that judges says first: which panel, prices and
+    /// cache it uses.
+    pub fn describe(&self) -> String {
+        format!(
+            "panel: {}\nprices: {}\ncache: {}\n",
+            self.panel_from,
+            self.prices_from,
+            self.cache.display()
+        )
+    }
 }
 
 /// The first of: the flag, `./name`, `name` beside the tasks folder.
@@ -36,24 +57,31 @@ fn locate(
     beside.is_file().then_some((beside, "beside the tasks folder"))
 }
 
-pub fn resolve(
+/// The panel, prices and cache a command uses. A panel or price table
+/// that does not load refuses the command.
+pub(crate) fn resolve(
     panel: Option<&Path>,
     prices: Option<&Path>,
     cache: Option<&Path>,
     out: &Path,
     tasks: Option<&Path>,
-) -> anyhow::Result<Found> {
+) -> Result<Found, CommandError> {
     let (panel, panel_from) = match locate(panel, "panel.toml", tasks) {
-        Some((path, why)) => (PanelConfig::load(&path)?, describe(&path, why)),
+        Some((path, why)) => {
+            (PanelConfig::load(&path).map_err(CommandError::refused)?, describe(&path, why))
+        }
         None => (
-            PanelConfig::parse(BUILTIN_PANEL, "built-in panel.toml")?,
+            PanelConfig::parse(BUILTIN_PANEL, "built-in panel.toml")
+                .map_err(CommandError::failed)?,
             "built-in default panel".to_string(),
         ),
     };
     let (prices, prices_from) = match locate(prices, "prices.toml", tasks) {
-        Some((path, why)) => (Prices::load(&path)?, describe(&path, why)),
+        Some((path, why)) => {
+            (Prices::load(&path).map_err(CommandError::refused)?, describe(&path, why))
+        }
         None => (
-            Prices::parse(BUILTIN_PRICES, "built-in prices.toml")?,
+            Prices::parse(BUILTIN_PRICES, "built-in prices.toml").map_err(CommandError::failed)?,
             "built-in price table".to_string(),
         ),
     };

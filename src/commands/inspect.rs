@@ -1,0 +1,135 @@
+//! The commands that look at one file or the cache without scoring:
+//! `render`, `gate` and `batches`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::cache::{BatchRecord, BatchState, Cache};
+use crate::check::gate::{self, GateResult};
+use crate::commands::{CommandError, defaults};
+use crate::docx;
+use crate::judge::{Judge, batch};
+use crate::report::utc;
+use crate::view::{self, ViewKind};
+use crate::xlsx;
+
+/// A file's view as text, and the reader's warnings about it: a .docx, or
+/// an .xlsx output as the judges see its sheets.
+pub fn render_file(path: &Path, kind: ViewKind) -> Result<(String, Vec<String>), CommandError> {
+    let title = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let cannot = |e: Box<dyn std::error::Error + Send + Sync>| {
+        CommandError::failed(e).context(format!("cannot render {}", path.display()))
+    };
+    let bytes = docx::read_file(path, &Default::default()).map_err(|e| cannot(e.into()))?;
+    if xlsx::is_xlsx(&bytes) {
+        let book = xlsx::from_bytes(bytes, Default::default()).map_err(|e| cannot(e.into()))?;
+        return Ok((view::render_workbook(&book, kind, &title), Vec::new()));
+    }
+    let doc = docx::from_bytes(bytes, Default::default()).map_err(|e| cannot(e.into()))?;
+    let warnings = doc.warnings.iter().map(|w| format!("{}: {w}", path.display())).collect();
+    Ok((view::render(&doc, kind, &title), warnings))
+}
+
+/// The gate on one file: a .docx must hold a tracked change or comment by
+/// `author` (beyond what `input` held); an .xlsx output must load and
+/// fill a cell (its `input` is the template it is filled in from).
+pub fn gate_file(
+    path: &Path,
+    author: &str,
+    input: Option<&Path>,
+) -> Result<GateResult, CommandError> {
+    let cannot = |p: &Path, e: Box<dyn std::error::Error + Send + Sync>| {
+        CommandError::refused(e).context(format!("cannot read the input {}", p.display()))
+    };
+    let is_workbook = docx::read_file(path, &Default::default()).is_ok_and(|b| xlsx::is_xlsx(&b));
+    if is_workbook {
+        let template = match input {
+            Some(p) => Some(xlsx::load(p).map_err(|e| cannot(p, e.into()))?),
+            None => None,
+        };
+        return Ok(gate::check_workbook(&xlsx::load(path), template.as_ref()));
+    }
+    let input_doc = match input {
+        Some(p) => Some(docx::load(p).map_err(|e| cannot(p, e.into()))?),
+        None => None,
+    };
+    Ok(gate::check_against(&docx::load(path), author, input_doc.as_ref()))
+}
+
+/// The batches a cache records, as a table.
+pub fn batch_table(cache_path: &Path) -> Result<String, CommandError> {
+    let recorded = recorded(cache_path)?.1;
+    if recorded.is_empty() {
+        return Ok("no batches recorded in this cache\n".into());
+    }
+    let mut out = String::from("id\tjudge\tprovider\tstate\tcalls\tsubmitted (UTC)\tnote\n");
+    for b in &recorded {
+        let state = match b.state {
+            BatchState::Intent => "submitting",
+            BatchState::Submitted => "submitted",
+            BatchState::Collected => "collected",
+        };
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{state}\t{}\t{}\t{}\n",
+            b.id,
+            b.judge,
+            b.provider,
+            b.items,
+            utc(b.created_at),
+            b.note.as_deref().unwrap_or("")
+        ));
+    }
+    Ok(out)
+}
+
+/// Which batches to cancel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchCancel {
+    /// These, by id.
+    Ids(Vec<String>),
+    /// Every batch not yet collected.
+    All,
+}
+
+/// Asks the providers to cancel batches recorded in a cache, with the
+/// keys and endpoints of `panel` (found as for `score` when `None`). Each
+/// batch's outcome, in order: what it answered before the cancel is
+/// collected by the next run.
+pub async fn cancel_batches(
+    cache_path: &Path,
+    panel: Option<&Path>,
+    which: BatchCancel,
+) -> Result<Vec<(String, Result<(), String>)>, CommandError> {
+    let (cache, recorded) = recorded(cache_path)?;
+    let ids = match which {
+        BatchCancel::Ids(ids) => ids,
+        BatchCancel::All => recorded
+            .iter()
+            .filter(|b| b.state == BatchState::Submitted)
+            .map(|b| b.id.clone())
+            .collect(),
+    };
+    let found = defaults::resolve(panel, None, Some(cache_path), Path::new("out"), None)?;
+    let judges: Vec<Arc<Judge>> = found
+        .panel
+        .judges
+        .iter()
+        .map(|c| Judge::from_env(c.clone()).map(Arc::new))
+        .collect::<Result<_, _>>()
+        .map_err(CommandError::refused)?;
+    let mut outcomes = Vec::with_capacity(ids.len());
+    for id in ids {
+        let outcome = batch::cancel(&cache, &judges, &id).await.map_err(|e| e.to_string());
+        outcomes.push((id, outcome));
+    }
+    Ok(outcomes)
+}
+
+fn recorded(cache_path: &Path) -> Result<(Cache, Vec<BatchRecord>), CommandError> {
+    if !cache_path.is_file() {
+        return Err(CommandError::refused(format!("no cache at {}", cache_path.display())));
+    }
+    let cache = Cache::open(cache_path).map_err(CommandError::refused)?;
+    let recorded = cache.batches().map_err(CommandError::failed)?;
+    Ok((cache, recorded))
+}
