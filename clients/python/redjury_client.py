@@ -1,16 +1,31 @@
-"""A client for `redjury serve`, standard library only.
+"""A client for `redjury serve` and the reward functions of the RL trainers
+that call it — one file, standard library only, so a trainer can load it by
+its path alone (verl and OpenRLHF load reward files with
+`importlib.util.spec_from_file_location` and add nothing to `sys.path`).
 
     from redjury_client import Client
     client = Client("http://127.0.0.1:8080")            # token: REDJURY_TOKEN
     row = client.score("redline-s1-t2-g01a", path="/rollouts/17/contract.docx")
     row["reward"], row["status"], row["gate"], row["rubrics"]
 
+The trainers (configurations that the tests run: clients/python/README.md):
+
+* verl 0.9: `reward.custom_reward_function.path=/abs/path/redjury_client.py`,
+  `reward.custom_reward_function.name=compute_score`. The same function
+  takes verl's batch form (`data_sources=`, `solution_strs=`, ...) and
+  sends the batch as one request.
+* OpenRLHF 0.10 and later: `--reward.remote_url http://HOST:8080/openrlhf`
+  (the server speaks OpenRLHF's protocol) or `--reward.remote_url
+  /abs/path/redjury_client.py` (this file's `reward_func`), with
+  `--data.label_key redjury_label`. Before 0.10 the flags were
+  `--remote_rm_url` and `--label_key`.
+* TRL (GRPOTrainer): `reward_funcs=[trl_reward_function()]`.
+
 Requests refused for load (429) or not finished in time (503) are retried
 after the server's Retry-After, with exponential backoff when it gives
-none. Anything else the server refuses raises RedjuryError with its
-message. A row the judges could not complete is never a silent 0: by
-default the server answers 503 for it (retried, then IncompleteError);
-pass on_incomplete="null" or a number to get those rows back instead.
+none, until the call's deadline (170 s by default: under OpenRLHF's 180 s
+per request). Anything else the server refuses raises RedjuryError with
+its message. A row the judges could not complete is never a silent 0.
 """
 
 import base64
@@ -21,7 +36,19 @@ import time
 import urllib.error
 import urllib.request
 
-__all__ = ["Client", "RedjuryError", "IncompleteError"]
+__all__ = [
+    "Client",
+    "RedjuryError",
+    "IncompleteError",
+    "compute_score",
+    "reward_func",
+    "trl_reward_function",
+]
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+# One call's deadline, retries included: under OpenRLHF's 180 s per
+# request and near the server's own --deadline (170 s).
+DEFAULT_DEADLINE = 170.0
 
 
 class RedjuryError(Exception):
@@ -35,17 +62,19 @@ class RedjuryError(Exception):
 
 
 class IncompleteError(RedjuryError):
-    """Rows stayed incomplete through every retry (a judge is down or stopped)."""
+    """Rows stayed incomplete until the call's deadline (a judge is down,
+    stopped, or keeps failing on this output)."""
 
 
 class Client:
     """One server; safe to share between threads."""
 
-    def __init__(self, url, token=None, timeout=180.0, retries=6, max_wait=60.0):
-        self.url = url.rstrip("/")
+    def __init__(self, url=None, token=None, timeout=180.0, deadline=DEFAULT_DEADLINE,
+                 max_wait=60.0):
+        self.url = (url or os.environ.get("REDJURY_URL") or DEFAULT_URL).rstrip("/")
         self.token = token if token is not None else os.environ.get("REDJURY_TOKEN")
         self.timeout = timeout
-        self.retries = retries
+        self.deadline = deadline
         self.max_wait = max_wait
 
     def score(self, task, path=None, docx=None, trial=None, on_incomplete=None,
@@ -58,42 +87,62 @@ class Client:
         return self._post("/v1/score", body)
 
     def score_batch(self, items, on_incomplete=None):
-        """Scores many outputs in one request; `items` are dicts with the
-        arguments of `score` (task, path or docx, trial, ...). Rows come
-        back in the same order."""
-        body = {"items": [item(**i) for i in items]}
+        """Scores many outputs; `items` are dicts with the arguments of
+        `score` (task, path or docx, trial, ...). Rows come back in the same
+        order. A batch larger than the server takes in one request (its
+        queue, or its body limit) is sent in parts."""
+        bodies = [item(**i) for i in items]
+        return self._batch(bodies, on_incomplete, time.monotonic() + self.deadline)
+
+    def _batch(self, bodies, on_incomplete, until):
+        body = {"items": bodies}
         if on_incomplete is not None:
             body["on_incomplete"] = on_incomplete
-        return self._post("/v1/score/batch", body)["results"]
+        try:
+            return self._post("/v1/score/batch", body, until)["results"]
+        except RedjuryError as e:
+            if e.status != 413 or len(bodies) == 1:
+                raise
+            # The server says how many outputs one request may carry; a
+            # body too large is halved.
+            limit = e.body.get("max_outputs") if isinstance(e.body, dict) else None
+            size = limit if isinstance(limit, int) and 0 < limit < len(bodies) else len(bodies) // 2
+            rows = []
+            for start in range(0, len(bodies), size):
+                rows.extend(self._batch(bodies[start:start + size], on_incomplete, until))
+            return rows
 
     def tasks(self):
         """The names of the tasks the server holds."""
         return self._request("GET", "/v1/tasks", None)["tasks"]
 
-    def _post(self, route, body):
-        return self._request("POST", route, json.dumps(body).encode())
+    def _post(self, route, body, until=None):
+        return self._request("POST", route, json.dumps(body).encode(), until)
 
-    def _request(self, method, route, data):
-        last = None
-        for attempt in range(self.retries + 1):
+    def _request(self, method, route, data, until=None):
+        until = until if until is not None else time.monotonic() + self.deadline
+        attempt = 0
+        while True:
+            left = until - time.monotonic()
             try:
-                return self._once(method, route, data)
+                return self._once(method, route, data, max(1.0, min(self.timeout, left)))
             except _Retry as r:
-                last = r
-                if attempt == self.retries:
-                    break
-                time.sleep(r.wait if r.wait is not None else backoff(attempt, self.max_wait))
-        if last.status == 503 and last.body and "incomplete" in last.body:
-            raise IncompleteError(last.status, last.message, last.body)
-        raise RedjuryError(last.status, last.message, last.body)
+                wait = r.wait if r.wait is not None else backoff(attempt, self.max_wait)
+                attempt += 1
+                if time.monotonic() + wait >= until:
+                    if r.status == 503 and isinstance(r.body, dict) and "incomplete" in r.body:
+                        raise IncompleteError(r.status, r.message, r.body) from None
+                    raise RedjuryError(r.status, f"{r.message} (gave up at the call's deadline, "
+                                       f"{self.deadline:.0f} s)", r.body) from None
+                time.sleep(wait)
 
-    def _once(self, method, route, data):
+    def _once(self, method, route, data, timeout):
         req = urllib.request.Request(self.url + route, data=data, method=method)
         req.add_header("Content-Type", "application/json")
         if self.token:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return json.loads(resp.read())
         except urllib.error.HTTPError as e:
             body = parse(e.read())
@@ -146,3 +195,153 @@ def retry_after(headers, cap):
 
 def backoff(attempt, cap):
     return min(cap, 0.5 * 2 ** attempt) * (0.5 + random.random() / 2)
+
+
+_shared = None
+
+
+def shared_client():
+    """The client the trainer adapters share (REDJURY_URL, REDJURY_TOKEN,
+    REDJURY_DEADLINE in seconds)."""
+    global _shared
+    if _shared is None:
+        deadline = float(os.environ.get("REDJURY_DEADLINE", DEFAULT_DEADLINE))
+        _shared = Client(deadline=deadline)
+    return _shared
+
+
+def incomplete_value():
+    """REDJURY_ON_INCOMPLETE as a number, or None: what the verl and
+    OpenRLHF adapters answer for a row the judges could not complete.
+    Those trainers take no None, so without it such a row raises
+    IncompleteError (never a silent 0)."""
+    value = os.environ.get("REDJURY_ON_INCOMPLETE")
+    return float(value) if value not in (None, "") else None
+
+
+# ---- verl ------------------------------------------------------------------
+
+def _verl_item(ground_truth, solution_str, extra_info):
+    label = json.loads(ground_truth) if isinstance(ground_truth, str) else dict(ground_truth)
+    path = (extra_info or {}).get("docx_path") or label.get("path")
+    if path is None and isinstance(solution_str, str) and solution_str.strip().endswith(".docx"):
+        path = solution_str.strip()
+    if path is None:
+        raise ValueError("no .docx for this sample: put its path in extra_info['docx_path'] "
+                         "or the label's 'path'")
+    return {"task": label["task"], "path": path, "trial": label.get("trial")}
+
+
+def _verl_score(row):
+    # Every sample returns the same keys: verl takes the keys of the first.
+    return {
+        "score": float(row["reward"]),
+        "gate_passed": 1.0 if row["gate"]["passed"] else 0.0,
+        "incomplete": 1.0 if row["reward_from"] == "on_incomplete" else 0.0,
+    }
+
+
+def compute_score(data_source=None, solution_str=None, ground_truth=None, extra_info=None,
+                  *, data_sources=None, solution_strs=None, ground_truths=None, extra_infos=None,
+                  **kwargs):
+    """verl's custom reward function, per sample or per batch.
+
+    Per sample (verl 0.9 reward loop, `verl/experimental/reward_loop/
+    reward_manager/naive.py`): called with data_source=, solution_str=,
+    ground_truth=, extra_info= (and the router's keywords, ignored); verl
+    runs samples concurrently in threads. Batch (`verl/workers/
+    reward_manager/batch.py`): called with data_sources=, solution_strs=,
+    ground_truths=, extra_infos=; the batch goes as one request and a list
+    comes back in order.
+
+    The ground truth is a redjury label: a JSON object (or its text)
+    naming the task, e.g. {"task": "redline-s1-t2-g01a"}. The rollout's
+    .docx is, in order: extra_info["docx_path"], the label's "path", or the
+    response itself when it is a path ending in .docx.
+    """
+    on_incomplete = incomplete_value()
+    if ground_truths is not None:
+        infos = extra_infos if extra_infos is not None else [None] * len(ground_truths)
+        sols = solution_strs if solution_strs is not None else [None] * len(ground_truths)
+        items = [_verl_item(g, s, e) for g, s, e in zip(ground_truths, sols, infos)]
+        rows = shared_client().score_batch(items, on_incomplete=on_incomplete)
+        return [_verl_score(r) for r in rows]
+    it = _verl_item(ground_truth, solution_str, extra_info)
+    row = shared_client().score(it["task"], path=it["path"], trial=it["trial"],
+                                on_incomplete=on_incomplete)
+    return _verl_score(row)
+
+
+# ---- OpenRLHF ----------------------------------------------------------------
+
+def reward_func(queries, prompts, labels, **kwargs):
+    """OpenRLHF's local reward function (`--reward.remote_url
+    /abs/path/redjury_client.py`; `openrlhf/utils/agent.py`, 0.11.2, calls
+    reward_func(queries, prompts, labels) in a thread, lists of one). Each
+    label is a redjury label: {"task": NAME, "path": FILE} or with
+    "docx_base64", as JSON or its text.
+
+    Returns {"rewards", "scores", "extra_logs"} as torch tensors when torch
+    is there (as OpenRLHF's examples do), plain lists otherwise.
+    """
+    r = request_rewards(queries, prompts, labels)
+    try:
+        import torch
+    except ImportError:
+        return r
+    return {
+        "rewards": torch.tensor(r["rewards"], dtype=torch.float),
+        "scores": torch.tensor(r["scores"], dtype=torch.float),
+        "extra_logs": {k: torch.tensor(v) for k, v in r["extra_logs"].items()},
+    }
+
+
+def request_rewards(queries, prompts, labels):
+    """The server's answer to OpenRLHF's request, as plain lists, through
+    the shared client (its retries and deadline). A row the judges could
+    not complete is REDJURY_ON_INCOMPLETE, or raises IncompleteError."""
+    on_incomplete = incomplete_value()
+    route = "/openrlhf" + (f"?on_incomplete={on_incomplete}" if on_incomplete is not None else "")
+    body = {"query": list(queries), "prompts": list(prompts), "labels": list(labels)}
+    return shared_client()._post(route, body)
+
+
+# ---- TRL ---------------------------------------------------------------------
+
+def docx_path_column(i, prompt, completion, kwargs):
+    """The rollout's .docx: the dataset's `docx_path` column."""
+    return kwargs["docx_path"][i]
+
+
+def trl_reward_function(client=None, docx_from=docx_path_column):
+    """A GRPOTrainer reward function (TRL 1.16, `trl/trainer/
+    grpo_trainer.py` `_calculate_rewards`: called with prompts=,
+    completions=, completion_ids=, trainer_state=, log_extra=, log_metric=
+    and every dataset column as keyword lists).
+
+    The dataset needs a `task` column (and may have `trial`); the rollout's
+    .docx comes from `docx_from(i, prompt, completion, kwargs)`, by default
+    the `docx_path` column. A row the judges could not complete, or not
+    before the call's deadline, is None: TRL leaves it out of that
+    sample's reward and of its group's baseline (never a silent 0).
+    """
+    client = client or shared_client()
+
+    def redjury(prompts, completions, **kwargs):
+        items = []
+        for i, (p, c) in enumerate(zip(prompts, completions)):
+            doc = docx_from(i, p, c, kwargs)
+            source = {"docx": doc} if isinstance(doc, (bytes, bytearray)) else {"path": doc}
+            trial = kwargs["trial"][i] if "trial" in kwargs else None
+            items.append({"task": kwargs["task"][i], "trial": trial, **source})
+        try:
+            rows = client.score_batch(items, on_incomplete="null")
+        except IncompleteError:
+            return [None] * len(items)
+        except RedjuryError as e:
+            if e.status in (0, 429, 503):  # the deadline passed
+                return [None] * len(items)
+            raise
+        return [row["reward"] for row in rows]
+
+    return redjury

@@ -1,26 +1,72 @@
-"""Tests of the client and the adapters. Run by `cargo test --test main serve::`
-against a real `redjury serve` (REDJURY_URL and the REDJURY_TEST_*
-variables name it and the documents); the retry tests use a fake server
-on 127.0.0.1 of their own."""
+"""Tests of the client and the trainer adapters. Run by `cargo test --test
+main serve::` against a real `redjury serve` (REDJURY_URL and the
+REDJURY_TEST_* variables name it and the documents; it runs with a queue of
+REDJURY_TEST_QUEUE outputs); the retry and deadline tests use a fake server
+on 127.0.0.1 of their own.
+
+Each trainer's adapter is loaded and called exactly as that trainer does,
+in a fresh `python3 -I` (no PYTHONPATH, nothing added to sys.path) from
+another directory; the trainer's file and version are quoted at each."""
 
 import http.server
 import json
 import os
+import subprocess
 import sys
+import tempfile
+import textwrap
 import threading
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLIENT = os.path.join(HERE, "redjury_client.py")
+sys.path.insert(0, HERE)
 
 from redjury_client import Client, IncompleteError, RedjuryError  # noqa: E402
-import openrlhf_reward_func  # noqa: E402
-import redjury_trl  # noqa: E402
-import redjury_verl  # noqa: E402
 
 URL = os.environ.get("REDJURY_URL")
 TASK = os.environ.get("REDJURY_TEST_TASK")
 DOCX = os.environ.get("REDJURY_TEST_DOCX")
 BAD = os.environ.get("REDJURY_TEST_BAD_DOCX")
+QUEUE = int(os.environ.get("REDJURY_TEST_QUEUE", "0"))
+
+# verl 0.9.1, verl/utils/import_utils.py `load_module` (as
+# `load_extern_object` calls it from verl/trainer/ppo/reward.py
+# `get_custom_reward_fn`): a spec from the file, a generated module name,
+# nothing added to sys.path or sys.modules.
+LOAD_LIKE_VERL = """
+import importlib.util, os
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(f"custom_module_{hash(os.path.abspath(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+"""
+
+# OpenRLHF 0.11.2, openrlhf/utils/agent.py l.198-205 (loading) and
+# `_fetch_rewards_via_func` l.306-325 (calling: in a thread, three lists
+# of one, positionally).
+LOAD_LIKE_OPENRLHF = """
+import asyncio, importlib.util
+def load(path):
+    spec = importlib.util.spec_from_file_location("reward_func", path)
+    reward_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reward_module)
+    return reward_module.reward_func
+"""
+
+
+def run_isolated(code, env=None):
+    """Runs `code` in `python3 -I` from a scratch directory; its stdout as
+    JSON."""
+    with tempfile.TemporaryDirectory() as cwd:
+        full_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        full_env.update(env or {})
+        out = subprocess.run([sys.executable, "-I", "-c", textwrap.dedent(code)], cwd=cwd,
+                             env=full_env, capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise AssertionError(out.stderr)
+    return json.loads(out.stdout)
 
 
 @unittest.skipUnless(URL, "needs a running redjury serve (REDJURY_URL)")
@@ -45,36 +91,98 @@ class AgainstTheServer(unittest.TestCase):
         self.assertEqual(rows[0]["reward_from"], "gate")
         self.assertEqual(rows[1]["status"], "scored")
 
+    def test_a_batch_larger_than_the_queue_is_sent_in_parts_in_order(self):
+        # Regression: TRL's batch of more outputs than the server's queue
+        # raised RedjuryError 413 from the adapter.
+        self.assertGreater(QUEUE, 0)
+        n = QUEUE * 2 + 1
+        items = [{"task": TASK, "path": BAD if i % 3 == 0 else DOCX, "trial": f"part-{i}"}
+                 for i in range(n)]
+        rows = Client(URL).score_batch(items)
+        self.assertEqual([r["trial"] for r in rows], [f"part-{i}" for i in range(n)])
+        self.assertEqual([r["reward_from"] == "gate" for r in rows], [i % 3 == 0 for i in range(n)])
+
     def test_a_bad_request_raises_with_the_servers_message(self):
         with self.assertRaises(RedjuryError) as e:
             Client(URL).score("no-such-task", path=DOCX)
         self.assertEqual(e.exception.status, 404)
         self.assertIn("unknown task", e.exception.message)
 
-    def test_verl_compute_score(self):
-        os.environ["REDJURY_URL"] = URL
+    def test_verl_loads_the_file_by_path_and_calls_it_per_sample(self):
+        # Regression: verl loaded redjury_verl.py by path and its
+        # `import redjury_client` failed (ModuleNotFoundError).
+        # Calls: verl 0.9.1, verl/experimental/reward_loop/reward_manager/
+        # naive.py `run_single`: keywords only, in the loop's thread pool,
+        # samples at once.
         want = Client(URL).score(TASK, path=DOCX, trial="verl")["reward"]
-        label = json.dumps({"task": TASK, "trial": "verl"})
-        got = redjury_verl.compute_score("redline", "", label, extra_info={"docx_path": DOCX})
-        self.assertEqual(got["score"], want)
-        self.assertEqual(got["gate_passed"], 1.0)
-        bad = redjury_verl.compute_score("redline", BAD, {"task": TASK})
-        self.assertEqual(bad["score"], 0.0)
+        got = run_isolated(LOAD_LIKE_VERL + f"""
+import json
+from concurrent.futures import ThreadPoolExecutor
+compute_score = load({CLIENT!r}, "compute_score")
+label = json.dumps({{"task": {TASK!r}, "trial": "verl"}})
+with ThreadPoolExecutor(4) as pool:
+    futures = [pool.submit(lambda: compute_score(data_source="redline", solution_str="",
+                                                 ground_truth=label,
+                                                 extra_info={{"docx_path": {DOCX!r}, "num_turns": None}}))
+               for _ in range(4)]
+    good = [f.result() for f in futures]
+bad = compute_score(data_source="redline", solution_str={BAD!r},
+                    ground_truth={{"task": {TASK!r}}}, extra_info={{}})
+print(json.dumps({{"good": good, "bad": bad}}))
+""", {"REDJURY_URL": URL})
+        self.assertEqual([g["score"] for g in got["good"]], [want] * 4)
+        self.assertEqual(got["good"][0]["gate_passed"], 1.0)
+        self.assertEqual(got["bad"], {"score": 0.0, "gate_passed": 0.0, "incomplete": 0.0})
 
-    def test_trl_reward_function(self):
-        func = redjury_trl.reward_function(Client(URL))
-        rewards = func(["p1", "p2"], ["c1", "c2"], task=[TASK, TASK], docx_path=[DOCX, BAD])
-        self.assertEqual(len(rewards), 2)
-        self.assertIsInstance(rewards[0], float)
-        self.assertEqual(rewards[1], 0.0)
+    def test_verl_batch_form_is_one_request(self):
+        # Regression: a TypeError. verl's BatchRewardManager
+        # (verl/workers/reward_manager/batch.py, 0.9.1) calls
+        # compute_score(data_sources=, solution_strs=, ground_truths=,
+        # extra_infos=) and indexes the result per sample.
+        got = run_isolated(LOAD_LIKE_VERL + f"""
+import json
+compute_score = load({CLIENT!r}, "compute_score")
+scores = compute_score(data_sources=["redline", "redline"], solution_strs=["", ""],
+                       ground_truths=[json.dumps({{"task": {TASK!r}}}), {{"task": {TASK!r}}}],
+                       extra_infos=[{{"docx_path": {DOCX!r}}}, {{"docx_path": {BAD!r}}}])
+print(json.dumps(scores))
+""", {"REDJURY_URL": URL})
+        self.assertEqual(len(got), 2)
+        self.assertEqual(got[0]["gate_passed"], 1.0)
+        self.assertEqual(got[1]["score"], 0.0)
 
-    def test_openrlhf_labels(self):
-        os.environ["REDJURY_URL"] = URL
+    def test_openrlhf_loads_reward_func_by_path(self):
         labels = [json.dumps({"task": TASK, "path": DOCX}), json.dumps({"task": TASK, "path": BAD})]
-        r = openrlhf_reward_func.request_rewards(["q1", "q2"], ["p", "p"], labels)
-        self.assertEqual(len(r["rewards"]), 2)
-        self.assertEqual(r["rewards"][1], 0.0)
-        self.assertEqual(r["extra_logs"]["redjury_gate_passed"], [1.0, 0.0])
+        got = run_isolated(LOAD_LIKE_OPENRLHF + f"""
+import json
+reward_func = load({CLIENT!r})
+async def main():
+    return await asyncio.gather(*[asyncio.to_thread(reward_func, [q], ["p"], [l])
+                                  for q, l in zip(["q1", "q2"], {labels!r})])
+print(json.dumps(asyncio.run(main())))
+""", {"REDJURY_URL": URL})
+        self.assertEqual(len(got), 2)
+        self.assertEqual(got[1], {"rewards": [0.0], "scores": [0.0],
+                                  "extra_logs": {"redjury_gate_passed": [0.0],
+                                                 "redjury_incomplete": [0.0]}})
+        self.assertIsInstance(got[0]["rewards"][0], float)
+
+    def test_trl_calls_the_reward_function_with_its_keywords(self):
+        # TRL 1.16.0, trl/trainer/grpo_trainer.py `_calculate_rewards`:
+        # prompts=, completions=, completion_ids=, trainer_state=,
+        # log_extra=, log_metric= and every dataset column, as keywords; a
+        # list of len(prompts) floats or None comes back.
+        got = run_isolated(LOAD_LIKE_VERL + f"""
+import json
+factory = load({CLIENT!r}, "trl_reward_function")
+reward = factory()
+print(json.dumps(reward(prompts=["p1", "p2"], completions=["c1", "c2"], completion_ids=[[1], [2]],
+                        trainer_state=None, log_extra=lambda *a: None, log_metric=lambda *a: None,
+                        task=[{TASK!r}, {TASK!r}], docx_path=[{DOCX!r}, {BAD!r}])))
+""", {"REDJURY_URL": URL})
+        self.assertEqual(len(got), 2)
+        self.assertIsInstance(got[0], float)
+        self.assertEqual(got[1], 0.0)
 
 
 class Fake(http.server.BaseHTTPRequestHandler):
@@ -99,12 +207,16 @@ class Fake(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class Retries(unittest.TestCase):
+INCOMPLETE = (503, {"Retry-After": "0.2"}, {"error": "quorum", "incomplete": [{"task": "t"}]})
+
+
+class RetriesAndDeadlines(unittest.TestCase):
     def setUp(self):
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fake)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         Fake.seen = []
+        Fake.script = []
 
     def tearDown(self):
         self.server.shutdown()
@@ -119,11 +231,53 @@ class Retries(unittest.TestCase):
         self.assertEqual(row["reward"], 0.5)
         self.assertEqual(len(Fake.seen), 3)
 
-    def test_incomplete_rows_raise_after_the_retries(self):
-        Fake.script = [(503, {"Retry-After": "0"}, {"error": "quorum", "incomplete": [{"task": "t"}]})]
+    def test_incomplete_rows_raise_at_the_calls_deadline(self):
+        # Regression: an incomplete row held a trainer worker ~3 minutes (6
+        # retries x Retry-After 30 s) before IncompleteError.
+        Fake.script = [INCOMPLETE]
+        import time
+        started = time.monotonic()
         with self.assertRaises(IncompleteError):
-            Client(self.url, retries=2).score("t", docx=b"x")
-        self.assertEqual(len(Fake.seen), 3)
+            Client(self.url, deadline=1.0).score("t", docx=b"x")
+        took = time.monotonic() - started
+        self.assertLess(took, 3.0)
+        self.assertGreaterEqual(len(Fake.seen), 2)
+
+    def test_trl_gets_none_when_the_deadline_passes(self):
+        Fake.script = [INCOMPLETE]
+        sys.path.insert(0, HERE)
+        import redjury_client
+        reward = redjury_client.trl_reward_function(Client(self.url, deadline=1.0))
+        got = reward(prompts=["p", "p"], completions=["c", "c"], task=["t", "t"],
+                     docx_path=[b"x", b"y"])
+        self.assertEqual(got, [None, None])
+
+    def test_verl_raises_or_answers_the_chosen_number(self):
+        Fake.script = [INCOMPLETE]
+        code = LOAD_LIKE_VERL + f"""
+import json
+compute_score = load({CLIENT!r}, "compute_score")
+try:
+    print(json.dumps(compute_score(data_source="d", solution_str="/x.docx", ground_truth={{"task": "t"}})))
+except Exception as e:
+    print(json.dumps(type(e).__name__))
+"""
+        env = {"REDJURY_URL": self.url, "REDJURY_DEADLINE": "1"}
+        self.assertEqual(run_isolated(code, env), "IncompleteError")
+        Fake.script = [(200, {}, {"reward": -1.0, "reward_from": "on_incomplete",
+                                  "gate": {"passed": True}})]
+        got = run_isolated(code, {**env, "REDJURY_ON_INCOMPLETE": "-1"})
+        self.assertEqual(got, {"score": -1.0, "gate_passed": 1.0, "incomplete": 1.0})
+
+    def test_a_batch_the_body_limit_refuses_is_halved(self):
+        Fake.script = [
+            (413, {}, {"error": "request body larger than 10 bytes"}),
+            (200, {}, {"results": [{"trial": "a"}]}),
+            (200, {}, {"results": [{"trial": "b"}]}),
+        ]
+        rows = Client(self.url).score_batch([{"task": "t", "docx": b"1", "trial": "a"},
+                                            {"task": "t", "docx": b"2", "trial": "b"}])
+        self.assertEqual([r["trial"] for r in rows], ["a", "b"])
 
     def test_a_4xx_is_not_retried(self):
         Fake.script = [(400, {}, {"error": "docx_base64 is not base64"})]

@@ -254,6 +254,9 @@ pub struct ServeArgs {
     /// Seconds shutdown (SIGTERM, Ctrl-C) waits for accepted work.
     #[arg(long, default_value_t = 60)]
     grace: u64,
+    /// With --out: seal results.jsonl as results.N.jsonl when it passes this many MiB (each output is logged once; repeats are counted).
+    #[arg(long, default_value_t = 256, requires = "out", value_parser = clap::value_parser!(u64).range(1..))]
+    log_segment_mb: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -439,6 +442,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         max_body: a.max_body_mb.saturating_mul(1 << 20),
         on_incomplete: a.on_incomplete,
         grace: Duration::from_secs(a.grace),
+        log_segment_bytes: a.log_segment_mb.saturating_mul(1 << 20),
     })?;
     say(&planned.preamble());
     runtime()?.block_on(async move {

@@ -35,6 +35,8 @@ pub struct ServeRequest {
     pub on_incomplete: OnIncomplete,
     /// How long shutdown waits for accepted work.
     pub grace: Duration,
+    /// `results.jsonl` is sealed as `results.N.jsonl` past this many bytes.
+    pub log_segment_bytes: u64,
 }
 
 /// The service checked and ready to bind.
@@ -81,6 +83,7 @@ impl PlannedService {
             grace: request.grace,
             out: request.out,
             prices: found.prices.clone(),
+            log_segment_bytes: request.log_segment_bytes,
         };
         Ok(PlannedService { found, bind: request.bind, tasks, config, options })
     }

@@ -13,6 +13,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod config;
+mod failures;
 pub(crate) mod headers;
 mod http;
 pub(crate) mod limiter;
@@ -77,6 +78,7 @@ counters! {
     "Prompt tokens billed at the batch rate." batch_input_tokens,
     "Output tokens billed at the batch rate." batch_output_tokens,
     "Of the batch prompt tokens, those read from the prompt cache." batch_cached_tokens,
+    "Calls answered at once as failed: the same call failed moments before and waits out its backoff." failures_remembered,
 }
 
 impl Counters {
@@ -206,6 +208,8 @@ pub struct Judge {
     said_unreachable: std::sync::atomic::AtomicBool,
     /// Calls in flight in this process, by call digest.
     in_flight: Mutex<HashMap<String, Arc<OnceCell<CallResult>>>>,
+    /// Calls that failed moments ago, answered at once until their backoff ends.
+    failures: Mutex<failures::FailureMemory>,
     /// This process's name on leases.
     owner: String,
 }
@@ -244,6 +248,7 @@ impl Judge {
             answered: std::sync::atomic::AtomicBool::new(false),
             said_unreachable: std::sync::atomic::AtomicBool::new(false),
             in_flight: Mutex::new(HashMap::new()),
+            failures: Mutex::new(failures::FailureMemory::default()),
             owner,
         })
     }
@@ -347,17 +352,62 @@ impl Judge {
 
     /// Asks this judge about every rubric of `prompt`. Identical calls in
     /// flight at once (from any task of this process) share one request.
+    /// A call that failed moments before is answered at once as failed
+    /// until its backoff ends (see `failures.rs`).
     pub async fn call(&self, prompt: &Prompt, repeat: u32, cache: &Arc<Cache>) -> CallResult {
         let key = self.call_key(prompt, repeat);
         if let Some(hit) = self.cached(&key, prompt, cache).await {
             return hit;
         }
         let digest = key.digest();
+        let remembered = self.memory().waiting(&digest, Instant::now());
+        if let Some(f) = remembered {
+            self.counters.failures.fetch_add(1, Ordering::Relaxed);
+            self.counters.failures_remembered.fetch_add(1, Ordering::Relaxed);
+            let reason = format!(
+                "{} (failed {} time{} in a row; tried again in {} s)",
+                f.reason,
+                f.strikes,
+                if f.strikes == 1 { "" } else { "s" },
+                f.retry_in.as_secs().max(1)
+            );
+            return abstain_all(prompt, reason, 0);
+        }
+        let result = self.shared(prompt, &key, &digest, cache).await;
+        match &result.failure {
+            // A stopped judge stops every call on its own.
+            Some(reason) if self.stopped().is_none() && self.can_call() => {
+                self.memory().failed(&digest, reason, Instant::now())
+            }
+            Some(_) => {}
+            None => self.memory().answered(&digest),
+        }
+        result
+    }
+
+    /// Calls remembered as failed now.
+    pub fn remembered_failures(&self) -> usize {
+        self.memory().len()
+    }
+
+    fn memory(&self) -> std::sync::MutexGuard<'_, failures::FailureMemory> {
+        self.failures.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The call, shared with identical calls in flight in this process.
+    async fn shared(
+        &self,
+        prompt: &Prompt,
+        key: &CallKey,
+        digest: &str,
+        cache: &Arc<Cache>,
+    ) -> CallResult {
+        let digest = digest.to_string();
         let cell = {
             let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
             map.entry(digest.clone()).or_default().clone()
         };
-        let result = cell.get_or_init(|| self.leased(prompt, &key, cache)).await.clone();
+        let result = cell.get_or_init(|| self.leased(prompt, key, cache)).await.clone();
         let mut map = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
         if map.get(&digest).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
             map.remove(&digest);

@@ -289,12 +289,19 @@ fn problems(out: &mut String, s: &Summary) {
 
 /// What the run has to say besides the figures.
 fn notes(out: &mut String, s: &Summary) {
-    if s.notes.is_empty() {
+    if s.notes.is_empty() && s.repeated_requests == 0 {
         return;
     }
     out.push_str("\n### Notes\n\n");
     for note in &s.notes {
         let _ = writeln!(out, "- {note}");
+    }
+    if s.repeated_requests > 0 {
+        let _ = writeln!(
+            out,
+            "- {} answered with a row already logged for the same output (counted, not logged again)",
+            plural(s.repeated_requests as usize, "request", "requests")
+        );
     }
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod html;
 pub(crate) mod markdown;
 mod summary;
 
+use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -171,30 +172,71 @@ pub fn write_summary(out: &Path, summary: &Summary) -> std::io::Result<()> {
 /// each row is appended to `results.jsonl`, `rewards.jsonl` and
 /// `prompts.jsonl` and flushed before the next, so a killed process keeps
 /// every row it answered.
+///
+/// A row already logged for the same output (task, trial and the
+/// document's digest) with the same outcome is not written again — a
+/// trainer asking again is counted as a repeat — and `results.jsonl` is
+/// sealed as `results.N.jsonl` when it passes the segment size; readers
+/// take the segments in order, then `results.jsonl`.
 pub(crate) struct ResultsLog {
     dir: PathBuf,
-    files: std::sync::Mutex<[std::fs::File; 3]>,
+    state: std::sync::Mutex<LogState>,
+    segment_bytes: u64,
+    repeats: std::sync::atomic::AtomicU64,
 }
 
+struct LogState {
+    files: [std::fs::File; 3],
+    /// Bytes in the open `results.jsonl`.
+    results_bytes: u64,
+    /// The outcome last logged per output (its key: a digest of task,
+    /// trial and document), bounded: when full it starts again, and a row
+    /// logged twice is the same row to every reader (the last per trial).
+    logged: HashMap<[u8; 16], [u8; 16]>,
+}
+
+/// Outputs remembered as logged, at most (about 40 MB).
+const MAX_LOGGED: usize = 1_000_000;
+
 impl ResultsLog {
-    /// Opens (or creates) the folder, appending to what is there.
-    pub(crate) fn open(dir: &Path) -> std::io::Result<ResultsLog> {
+    /// Opens (or creates) the folder, appending to what is there;
+    /// `results.jsonl` is sealed into a segment past `segment_bytes`.
+    pub(crate) fn open(dir: &Path, segment_bytes: u64) -> std::io::Result<ResultsLog> {
         std::fs::create_dir_all(dir)?;
         let open =
             |name: &str| std::fs::OpenOptions::new().create(true).append(true).open(dir.join(name));
         let files = [open("results.jsonl")?, open("rewards.jsonl")?, open("prompts.jsonl")?];
-        Ok(ResultsLog { dir: dir.to_path_buf(), files: std::sync::Mutex::new(files) })
+        let results_bytes = files[0].metadata()?.len();
+        Ok(ResultsLog {
+            dir: dir.to_path_buf(),
+            state: std::sync::Mutex::new(LogState { files, results_bytes, logged: HashMap::new() }),
+            segment_bytes: segment_bytes.max(1),
+            repeats: std::sync::atomic::AtomicU64::new(0),
+        })
     }
 
-    /// Appends one row (and its reward and prompt record, when it has them).
+    /// Appends one row of the output whose bytes hash to `document` (and
+    /// its reward and prompt record, when it has them), unless the same
+    /// output's row was logged with the same outcome: that is a repeat.
     pub(crate) fn append(
         &self,
         row: &TaskResult,
         prompt: Option<&PromptRecord>,
+        document: &str,
     ) -> std::io::Result<()> {
-        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        let [results, rewards, prompts] = &mut *files;
-        results.write_all(&jsonl(std::slice::from_ref(row)))?;
+        let key = digest16(&[row.task.as_bytes(), row.trial.as_bytes(), document.as_bytes()]);
+        let outcome = outcome_of(row);
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.logged.get(&key) == Some(&outcome) {
+            self.repeats.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Ok(());
+        }
+        let line = jsonl(std::slice::from_ref(row));
+        if state.results_bytes > 0 && state.results_bytes + line.len() as u64 > self.segment_bytes {
+            self.seal(&mut state)?;
+        }
+        let [results, rewards, prompts] = &mut state.files;
+        results.write_all(&line)?;
         if let (true, Some(reward)) = (row.counts(), row.reward) {
             let line = RewardLine { task: row.task.clone(), trial: row.trial.clone(), reward };
             rewards.write_all(&jsonl(&[line]))?;
@@ -202,13 +244,82 @@ impl ResultsLog {
         if let Some(p) = prompt {
             prompts.write_all(&jsonl(std::slice::from_ref(p)))?;
         }
+        state.results_bytes += line.len() as u64;
+        if state.logged.len() >= MAX_LOGGED {
+            state.logged.clear();
+        }
+        state.logged.insert(key, outcome);
         Ok(())
+    }
+
+    /// Renames `results.jsonl` to the next free `results.N.jsonl` and starts
+    /// a new one.
+    fn seal(&self, state: &mut LogState) -> std::io::Result<()> {
+        let n = segments(&self.dir)?.last().map_or(1, |(n, _)| n + 1);
+        let sealed = self.dir.join(format!("results.{n}.jsonl"));
+        if sealed.exists() {
+            return Err(std::io::Error::other(format!("{} exists", sealed.display())));
+        }
+        state.files[0].sync_all()?;
+        std::fs::rename(self.dir.join("results.jsonl"), &sealed)?;
+        state.files[0] = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("results.jsonl"))?;
+        state.results_bytes = 0;
+        Ok(())
+    }
+
+    /// Requests answered with a row already logged.
+    pub(crate) fn repeats(&self) -> u64 {
+        self.repeats.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The folder.
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// The first 16 bytes of the SHA-256 of `parts`, each length-prefixed.
+fn digest16(parts: &[&[u8]]) -> [u8; 16] {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    let full = h.finalize();
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&full[..16]);
+    out
+}
+
+/// What a row says, for telling a repeat from a new outcome (an
+/// incomplete row completed later is logged again).
+fn outcome_of(row: &TaskResult) -> [u8; 16] {
+    let reward = row.reward.map(f64::to_bits).unwrap_or(u64::MAX).to_le_bytes();
+    let prompt = row.prompt_hash.as_deref().unwrap_or("");
+    digest16(&[row.status.as_str().as_bytes(), &reward, prompt.as_bytes()])
+}
+
+/// The sealed segments `results.N.jsonl` of a folder, in order.
+fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let name = entry.file_name();
+        let Some(n) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("results."))
+            .and_then(|n| n.strip_suffix(".jsonl"))
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        out.push((n, entry.path()));
+    }
+    out.sort();
+    Ok(out)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -229,30 +340,16 @@ pub fn load_run(dir: &Path) -> Result<(Vec<TaskResult>, Summary), ReportError> {
             message: format!("{e} (is this a redjury run folder?)"),
         })
     };
-    let text = read("results.jsonl")?;
     let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        match serde_json::from_str::<TaskResult>(line) {
-            Ok(row) => {
-                row_is_sound(&row).map_err(|message| ReportError::Read {
-                    path: dir.join("results.jsonl"),
-                    message: format!("line {}: {message}", i + 1),
-                })?;
-                rows.push(row);
-            }
-            // A process killed mid-write leaves its last row unfinished
-            // (no newline): that row was never answered, so it is skipped.
-            Err(_) if !text.ends_with('\n') && text.lines().count() == i + 1 => {
-                tracing::warn!("{}: skipping an unfinished last line", dir.display());
-            }
-            Err(e) => {
-                return Err(ReportError::Read {
-                    path: dir.join("results.jsonl"),
-                    message: format!("line {}: {e}", i + 1),
-                });
-            }
-        }
+    let sealed = segments(dir).map_err(|e| ReportError::Read {
+        path: dir.to_path_buf(),
+        message: format!("{e} (is this a redjury run folder?)"),
+    })?;
+    for (_, path) in &sealed {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        rows.extend(read_rows(dir, &name, &read(&name)?)?);
     }
+    rows.extend(read_rows(dir, "results.jsonl", &read("results.jsonl")?)?);
     let rows = latest_per_trial(rows);
     // A folder the reward service is still appending to may hold rows its
     // last summary does not count: the rows are the record.
@@ -276,6 +373,34 @@ pub fn load_run(dir: &Path) -> Result<(Vec<TaskResult>, Summary), ReportError> {
         }
     };
     Ok((rows, summary))
+}
+
+/// The rows of one results file, each checked.
+fn read_rows(dir: &Path, name: &str, text: &str) -> Result<Vec<TaskResult>, ReportError> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        match serde_json::from_str::<TaskResult>(line) {
+            Ok(row) => {
+                row_is_sound(&row).map_err(|message| ReportError::Read {
+                    path: dir.join(name),
+                    message: format!("line {}: {message}", i + 1),
+                })?;
+                rows.push(row);
+            }
+            // A process killed mid-write leaves its last row unfinished
+            // (no newline): that row was never answered, so it is skipped.
+            Err(_) if !text.ends_with('\n') && text.lines().count() == i + 1 => {
+                tracing::warn!("{}: skipping an unfinished last line", dir.display());
+            }
+            Err(e) => {
+                return Err(ReportError::Read {
+                    path: dir.join(name),
+                    message: format!("line {}: {e}", i + 1),
+                });
+            }
+        }
+    }
+    Ok(rows)
 }
 
 /// What a row read back must hold: plain task and trial names (they become

@@ -183,6 +183,15 @@ pub struct Summary {
     /// open), a summary rebuilt because it no longer matched its rows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Requests the reward service answered with a row it had already
+    /// logged for the same output (a trainer asking again): answered and
+    /// counted here, not written again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repeated_requests: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Summary {
@@ -238,6 +247,7 @@ impl Summary {
             unusable_outputs: Vec::new(),
             problems: Problems::of(rows),
             notes: Vec::new(),
+            repeated_requests: 0,
         }
     }
 

@@ -127,15 +127,23 @@ pub(super) struct ApiError {
     pub status: u16,
     pub message: String,
     pub retry_after: Option<u64>,
+    /// For a batch larger than the queue: the most outputs one request
+    /// may carry (clients split by it).
+    pub max_outputs: Option<usize>,
 }
 
 impl ApiError {
     pub(super) fn bad(message: impl Into<String>) -> ApiError {
-        ApiError { status: 400, message: message.into(), retry_after: None }
+        ApiError { status: 400, message: message.into(), retry_after: None, max_outputs: None }
     }
 
     fn with_status(status: u16, message: impl Into<String>) -> ApiError {
-        ApiError { status, message: message.into(), retry_after: None }
+        ApiError { status, message: message.into(), retry_after: None, max_outputs: None }
+    }
+
+    pub(super) fn with_max_outputs(mut self, n: usize) -> ApiError {
+        self.max_outputs = Some(n);
+        self
     }
 
     /// The same error about item `i` of a list.
@@ -158,8 +166,8 @@ pub(super) type Work = (Arc<Task>, OutputSource, String);
 pub(super) struct Resolver {
     pub tasks: std::collections::BTreeMap<String, Arc<Task>>,
     pub tasks_dir: PathBuf,
-    /// Canonical folders paths may point into (`--allow-path`).
-    pub allowed: Vec<PathBuf>,
+    /// Folders paths may point into (`--allow-path`).
+    pub allowed: Vec<AllowedFolder>,
 }
 
 impl ScoreRequest {
@@ -203,7 +211,7 @@ impl Resolver {
         let labels = req.labels.unwrap_or_default();
         if labels.len() != req.query.len() {
             return Err(ApiError::bad(format!(
-                "labels has {} entries for {} queries: start OpenRLHF with --label_key naming a column that holds redjury labels (docs/serve.md)",
+                "labels has {} entries for {} queries: start OpenRLHF with --data.label_key (0.10 and later; --label_key before) naming a column that holds redjury labels (docs/serve.md)",
                 labels.len(),
                 req.query.len()
             )));
@@ -291,7 +299,10 @@ impl Resolver {
     }
 
     /// The canonical form of `p` if it lies under an allowed folder. A
-    /// path outside them gets the same answer whether or not it exists.
+    /// path outside them gets the same answer (403) whether or not it
+    /// exists: it is judged by its text first (`..` resolved lexically),
+    /// and the file system is touched only for a path inside; a symlink
+    /// inside that leads out, or leads nowhere, is outside too.
     fn allowed_path(&self, p: &Path) -> Result<PathBuf, ApiError> {
         if self.allowed.is_empty() {
             return Err(ApiError::with_status(
@@ -308,15 +319,70 @@ impl Resolver {
                 ),
             )
         };
-        match p.canonicalize() {
-            Ok(c) if self.allowed.iter().any(|a| c.starts_with(a)) => Ok(c),
+        let lexical = lexically_absolute(p).ok_or_else(outside)?;
+        if !self.allowed.iter().any(|a| a.holds(&lexical)) {
+            return Err(outside());
+        }
+        match lexical.canonicalize() {
+            Ok(c) if self.allowed.iter().any(|a| c.starts_with(&a.canonical)) => Ok(c),
             Ok(_) => Err(outside()),
-            Err(e) if self.allowed.iter().any(|a| p.starts_with(a)) => {
-                Err(ApiError::bad(format!("cannot read {}: {e}", p.display())))
+            Err(e) => {
+                let is_link = lexical.symlink_metadata().is_ok_and(|m| m.is_symlink());
+                let nearest = lexical.ancestors().find_map(|a| a.canonicalize().ok());
+                let inside = nearest
+                    .is_some_and(|n| self.allowed.iter().any(|a| n.starts_with(&a.canonical)));
+                if is_link || !inside {
+                    Err(outside())
+                } else {
+                    Err(ApiError::bad(format!("cannot read {}: {e}", p.display())))
+                }
             }
-            Err(_) => Err(outside()),
         }
     }
+}
+
+/// A folder requests may name files in, as given (made absolute, `..`
+/// resolved by its text) and as the file system resolves it.
+#[derive(Debug, Clone)]
+pub(super) struct AllowedFolder {
+    given: PathBuf,
+    canonical: PathBuf,
+}
+
+impl AllowedFolder {
+    /// The folder `--allow-path` names; it must exist.
+    pub(super) fn new(path: &Path) -> std::io::Result<AllowedFolder> {
+        let canonical = path.canonicalize()?;
+        let given = lexically_absolute(path).unwrap_or_else(|| canonical.clone());
+        Ok(AllowedFolder { given, canonical })
+    }
+
+    /// Whether a lexically absolute path lies in it, by its text.
+    fn holds(&self, lexical: &Path) -> bool {
+        lexical.starts_with(&self.given) || lexical.starts_with(&self.canonical)
+    }
+}
+
+/// `p` made absolute (against the current directory) with `.` and `..`
+/// resolved by the text alone, never by the file system; `None` when `..`
+/// would climb above the root.
+fn lexically_absolute(p: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let absolute = std::path::absolute(p).ok()?;
+    let mut out = PathBuf::new();
+    for c in absolute.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => out.push(c),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() || out.as_os_str().is_empty() {
+                    return None;
+                }
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    Some(out)
 }
 
 /// The paths an inline task names: its input, its output template and its

@@ -196,7 +196,7 @@ fn render_judges(out: &mut String, judges: &[std::sync::Arc<Judge>]) {
         .map(|j| (label_value(&j.config.name), j.counters.snapshot(), j.stopped().is_some()))
         .collect();
     type Field = fn(&crate::judge::CounterSnapshot) -> u64;
-    let series: [(&str, &str, Field); 7] = [
+    let series: [(&str, &str, Field); 8] = [
         (
             "redjury_judge_requests_total",
             "HTTP requests sent to the provider, retries included.",
@@ -212,6 +212,11 @@ fn render_judges(out: &mut String, judges: &[std::sync::Arc<Judge>]) {
         ("redjury_judge_failures_total", "Judge calls that ended without an answer.", |c| {
             c.failures
         }),
+        (
+            "redjury_judge_failures_remembered_total",
+            "Judge calls answered at once as failed: the same call failed moments before and waits out its backoff.",
+            |c| c.failures_remembered,
+        ),
         ("redjury_judge_input_tokens_total", "Billed prompt tokens.", |c| c.input_tokens),
         ("redjury_judge_output_tokens_total", "Billed output tokens.", |c| c.output_tokens),
     ];
@@ -229,6 +234,19 @@ fn render_judges(out: &mut String, judges: &[std::sync::Arc<Judge>]) {
     );
     for (judge, _, stopped) in &snaps {
         let _ = writeln!(out, "redjury_judge_stopped{{judge=\"{judge}\"}} {}", u8::from(*stopped));
+    }
+    header(
+        out,
+        "redjury_judge_failures_remembered",
+        "gauge",
+        "Calls remembered as failed now (each waits out a backoff of 10 s doubling to 10 min before it is sent again).",
+    );
+    for (j, (judge, _, _)) in judges.iter().zip(&snaps) {
+        let _ = writeln!(
+            out,
+            "redjury_judge_failures_remembered{{judge=\"{judge}\"}} {}",
+            j.remembered_failures()
+        );
     }
 }
 

@@ -67,6 +67,8 @@ pub struct ServeOptions {
     pub out: Option<PathBuf>,
     /// Prices for the summary written at shutdown.
     pub prices: Prices,
+    /// `results.jsonl` is sealed as `results.N.jsonl` past this many bytes.
+    pub log_segment_bytes: u64,
 }
 
 /// Why the service cannot start.
@@ -121,7 +123,12 @@ pub struct Service {
     queue: Arc<Semaphore>,
     metrics: metrics::Metrics,
     log: Option<ResultsLog>,
+    /// Repeats counted by earlier sessions appending to the same folder.
+    earlier_repeats: u64,
     closing: AtomicBool,
+    /// Set when the grace period has run out: callers still waiting are
+    /// answered 503 with `Retry-After` before the process exits.
+    expired: tokio::sync::watch::Sender<bool>,
     /// A moving average of the time one job takes, for `Retry-After`.
     job_ms: AtomicU64,
 }
@@ -155,10 +162,17 @@ impl Service {
             .allow_paths
             .iter()
             .map(|p| {
-                p.canonicalize().map_err(|source| ServeError::AllowPath { path: p.clone(), source })
+                api::AllowedFolder::new(p)
+                    .map_err(|source| ServeError::AllowPath { path: p.clone(), source })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let log = options.out.as_deref().map(open_log).transpose()?;
+        let (log, earlier_repeats) = match options.out.as_deref() {
+            Some(dir) => {
+                let (log, earlier) = open_log(dir, options.log_segment_bytes)?;
+                (Some(log), earlier)
+            }
+            None => (None, 0),
+        };
         let tasks: BTreeMap<String, Arc<Task>> =
             tasks.into_iter().map(|t| (t.name.clone(), Arc::new(t))).collect();
         let resolver = api::Resolver { tasks, tasks_dir: options.tasks_dir.clone(), allowed };
@@ -169,7 +183,9 @@ impl Service {
             options,
             metrics: metrics::Metrics::default(),
             log,
+            earlier_repeats,
             closing: AtomicBool::new(false),
+            expired: tokio::sync::watch::Sender::new(false),
             job_ms: AtomicU64::new(1000),
         }))
     }
@@ -205,9 +221,13 @@ impl Service {
         };
         tokio::spawn(signal);
         let mut drained = stop_rx.clone();
-        let server = axum::serve(listener, self.router()).with_graceful_shutdown(async move {
-            let _ = drained.wait_for(|stop| *stop).await;
-        });
+        let mut server = tokio::spawn(
+            axum::serve(listener, self.router())
+                .with_graceful_shutdown(async move {
+                    let _ = drained.wait_for(|stop| *stop).await;
+                })
+                .into_future(),
+        );
         let mut grace_rx = stop_rx;
         let grace = self.options.grace;
         let deadline = async move {
@@ -215,9 +235,20 @@ impl Service {
             tokio::time::sleep(grace).await;
         };
         let started = tokio::select! {
-            r = server => r.map_err(|source| ServeError::Io { what: "serving".into(), source }).map(|_| Instant::now()),
-            _ = deadline => Ok(Instant::now()),
-        }?;
+            r = &mut server => {
+                let served = r.map_err(|e| ServeError::Io { what: "serving".into(), source: std::io::Error::other(e) })?;
+                served.map_err(|source| ServeError::Io { what: "serving".into(), source })?;
+                Instant::now()
+            }
+            _ = deadline => {
+                // Callers still waiting get 503 + Retry-After, not a
+                // dropped connection: give their replies a moment to go out.
+                self.expired.send_replace(true);
+                let _ = tokio::time::timeout(Duration::from_secs(2), &mut server).await;
+                server.abort();
+                Instant::now()
+            }
+        };
         let left = grace.saturating_sub(started.elapsed());
         let unfinished = self.drain(left).await;
         let unstored = self.scorer.settle_store(crate::pipeline::STORE_WAIT).await;
@@ -244,7 +275,7 @@ impl Service {
         match report::load_run(log.dir()) {
             Ok((rows, _)) => {
                 let boot = Bootstrap::default();
-                let summary = summarize(
+                let mut summary = summarize(
                     &self.scorer,
                     &rows,
                     Leftovers::default(),
@@ -252,6 +283,7 @@ impl Service {
                     boot,
                     None,
                 );
+                summary.repeated_requests = self.earlier_repeats + log.repeats();
                 if let Err(e) = report::write_summary(log.dir(), &summary) {
                     tracing::error!("cannot write the summary in {}: {e}", log.dir().display());
                 }
@@ -276,11 +308,13 @@ impl Service {
             return Err(ApiError {
                 status: 413,
                 message: format!(
-                    "{n} outputs is more than the queue holds ({}); split the batch",
+                    "{n} outputs is more than the queue holds ({}); split the batch into requests of at most max_outputs",
                     self.options.queue
                 ),
                 retry_after: None,
-            });
+                max_outputs: None,
+            }
+            .with_max_outputs(self.options.queue));
         }
         let Ok(permit) = self.queue.clone().try_acquire_many_owned(n as u32) else {
             self.metrics.queue_rejected();
@@ -291,6 +325,7 @@ impl Service {
                     self.options.queue
                 ),
                 retry_after: Some(self.retry_after()),
+                max_outputs: None,
             });
         };
         let this = self.clone();
@@ -299,12 +334,23 @@ impl Service {
             drop(permit);
             rows
         });
-        match tokio::time::timeout(self.options.deadline, job).await {
+        let mut expired = self.expired.subscribe();
+        let waited = tokio::select! {
+            r = tokio::time::timeout(self.options.deadline, job) => r,
+            _ = expired.wait_for(|e| *e) => {
+                return Err(unavailable(
+                    "the server stopped before these rows were done (its grace period ran out); send the request to another replica or retry",
+                    5,
+                ));
+            }
+        };
+        match waited {
             Ok(Ok(rows)) => Ok(rows),
             Ok(Err(e)) => Err(ApiError {
                 status: 500,
                 message: format!("scoring failed: {e}"),
                 retry_after: None,
+                max_outputs: None,
             }),
             Err(_) => {
                 self.metrics.deadline_exceeded();
@@ -319,16 +365,23 @@ impl Service {
     /// Runs the pipeline on work and appends its rows to the results log.
     async fn process(&self, work: Vec<Work>) -> Vec<TaskResult> {
         let started = Instant::now();
+        let documents: Vec<String> = work
+            .iter()
+            .map(|(_, source, _)| match source {
+                crate::pipeline::OutputSource::Bytes(b) => crate::hash::sha256_hex_bytes(b),
+                crate::pipeline::OutputSource::Path(p) => p.display().to_string(),
+            })
+            .collect();
         let prepared = self.scorer.prepare_all(work).await;
         let prompts: Vec<Option<PromptRecord>> = prepared
             .iter()
             .map(|p| p.prompt.as_ref().map(|q| PromptRecord::of(&p.row.task, &p.row.trial, q)))
             .collect();
         let rows = self.scorer.judge(prepared, &Silent).await;
-        for (row, prompt) in rows.iter().zip(&prompts) {
+        for ((row, prompt), document) in rows.iter().zip(&prompts).zip(&documents) {
             self.metrics.row(row.status);
             if let Some(log) = &self.log
-                && let Err(e) = log.append(row, prompt.as_ref())
+                && let Err(e) = log.append(row, prompt.as_ref(), document)
             {
                 tracing::error!("cannot append to {}: {e}", log.dir().display());
             }
@@ -380,6 +433,7 @@ impl Service {
                 status: 500,
                 message: format!("reading the request failed: {e}"),
                 retry_after: None,
+                max_outputs: None,
             })
         })
     }
@@ -389,7 +443,7 @@ impl Service {
 /// service's own. The summary of an earlier session is removed: it is
 /// written again at shutdown, and `redjury report` rebuilds it from the
 /// rows meanwhile.
-fn open_log(dir: &Path) -> Result<ResultsLog, ServeError> {
+fn open_log(dir: &Path, segment_bytes: u64) -> Result<(ResultsLog, u64), ServeError> {
     let io = |what: String| move |source| ServeError::Io { what, source };
     if dir.is_dir() && !dir.join(MARKER).exists() {
         let mut entries =
@@ -401,6 +455,11 @@ fn open_log(dir: &Path) -> Result<ResultsLog, ServeError> {
     std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
     std::fs::write(dir.join(MARKER), "results appended by `redjury serve`\n")
         .map_err(io(format!("writing {}", dir.display())))?;
+    // Repeats counted by earlier sessions carry on in the next summary.
+    let earlier = std::fs::read_to_string(dir.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<report::Summary>(&t).ok())
+        .map_or(0, |s| s.repeated_requests);
     for stale in ["summary.json", "summary.md"] {
         match std::fs::remove_file(dir.join(stale)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -409,11 +468,18 @@ fn open_log(dir: &Path) -> Result<ResultsLog, ServeError> {
             _ => {}
         }
     }
-    ResultsLog::open(dir).map_err(io(format!("opening {}", dir.display())))
+    let log =
+        ResultsLog::open(dir, segment_bytes).map_err(io(format!("opening {}", dir.display())))?;
+    Ok((log, earlier))
 }
 
 fn unavailable(message: &str, retry_after: u64) -> ApiError {
-    ApiError { status: 503, message: message.to_string(), retry_after: Some(retry_after) }
+    ApiError {
+        status: 503,
+        message: message.to_string(),
+        retry_after: Some(retry_after),
+        max_outputs: None,
+    }
 }
 
 /// A JSON reply with an optional `Retry-After`.
@@ -429,7 +495,11 @@ fn reply(status: u16, body: Value, retry_after: Option<u64>) -> Response {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        reply(self.status, json!({ "error": self.message }), self.retry_after)
+        let mut body = json!({ "error": self.message });
+        if let (Some(n), Value::Object(m)) = (self.max_outputs, &mut body) {
+            m.insert("max_outputs".into(), json!(n));
+        }
+        reply(self.status, body, self.retry_after)
     }
 }
 
@@ -442,8 +512,9 @@ fn body(b: Result<Bytes, BytesRejection>, limit: usize) -> Result<Bytes, ApiErro
                 "request body larger than {limit} bytes (--max-body-mb); send fewer outputs per request, or paths under --allow-path"
             ),
             retry_after: None,
+            max_outputs: None,
         },
-        s => ApiError { status: s.as_u16(), message: e.body_text(), retry_after: None },
+        s => ApiError { status: s.as_u16(), message: e.body_text(), retry_after: None, max_outputs: None },
     })
 }
 
@@ -544,7 +615,15 @@ async fn tasks(State(s): State<Arc<Service>>) -> Response {
 
 async fn ready(State(s): State<Arc<Service>>) -> Response {
     match s.ready() {
-        Ok(()) => reply(200, json!({ "ready": true }), None),
+        Ok(()) => reply(
+            200,
+            json!({
+                "ready": true,
+                "max_outputs": s.options.queue,
+                "max_body_bytes": s.options.max_body,
+            }),
+            None,
+        ),
         Err(why) => reply(503, json!({ "ready": false, "reason": why }), Some(5)),
     }
 }
@@ -575,6 +654,7 @@ async fn guard(State(s): State<Arc<Service>>, req: Request, next: Next) -> Respo
                 message: "missing or wrong bearer token: send `Authorization: Bearer <token>`"
                     .into(),
                 retry_after: None,
+                max_outputs: None,
             }
             .into_response();
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -634,11 +714,11 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("mkdir");
         std::fs::write(dir.join("summary.json"), "{}").expect("write");
-        assert!(matches!(open_log(&dir), Err(ServeError::ForeignOut { .. })));
+        assert!(matches!(open_log(&dir, 1 << 20), Err(ServeError::ForeignOut { .. })));
         let own = dir.join("served");
-        open_log(&own).expect("a new folder is fine");
+        open_log(&own, 1 << 20).expect("a new folder is fine");
         std::fs::write(own.join("summary.json"), "{}").expect("write");
-        open_log(&own).expect("its own folder is appended to");
+        open_log(&own, 1 << 20).expect("its own folder is appended to");
         assert!(!own.join("summary.json").exists(), "the stale summary is removed");
         let _ = std::fs::remove_dir_all(&dir);
     }
