@@ -203,6 +203,55 @@ fn main() {
             .unwrap_or_else(|| "unknown (install GNU time)".into())
     );
     println!("the same with --no-views: {:.2} s", lean_wall.as_secs_f64());
+    // Side by side: the same rescoring as two shards at once on the same
+    // cache (`score --shard K/2`), then `redjury merge`.
+    let _ = Command::new("sync").status();
+    let started = Instant::now();
+    let parts: Vec<std::process::Child> = (0..2)
+        .map(|k| {
+            Command::new(&bin)
+                .current_dir(&root)
+                .args(["score", "--tasks", "rubrics", "--outputs"])
+                .arg(&outputs)
+                .arg("--panel")
+                .arg(&panel_path)
+                .arg("--cache")
+                .arg(&cache_path)
+                .arg("--out")
+                .arg(work.join(format!("part{k}")))
+                .args(["--quiet", "--shard", &format!("{k}/2")])
+                .env("OPENAI_API_KEY", "x")
+                .env("ANTHROPIC_API_KEY", "x")
+                .env("GEMINI_API_KEY", "x")
+                .spawn()
+                .expect("run redjury")
+        })
+        .collect();
+    for mut p in parts {
+        assert!(p.wait().expect("shard").success());
+    }
+    let sharded = started.elapsed();
+    let started = Instant::now();
+    let merged = Command::new(&bin)
+        .current_dir(&root)
+        .arg("merge")
+        .arg(work.join("part0"))
+        .arg(work.join("part1"))
+        .arg("--out")
+        .arg(work.join("merged"))
+        .output()
+        .expect("merge");
+    assert!(merged.status.success(), "{}", String::from_utf8_lossy(&merged.stderr));
+    let merge_wall = started.elapsed();
+    let same = std::fs::read(work.join("warm/results.jsonl")).ok()
+        == std::fs::read(work.join("merged/results.jsonl")).ok();
+    println!(
+        "1 process {:.2} s vs 2 shards at once {:.2} s + merge {:.2} s: {:.2}× (results.jsonl identical: {same})",
+        wall.as_secs_f64(),
+        sharded.as_secs_f64(),
+        merge_wall.as_secs_f64(),
+        wall.as_secs_f64() / (sharded + merge_wall).as_secs_f64()
+    );
     if std::env::var_os("REDJURY_BENCH_KEEP").is_some() {
         println!("kept {} (outputs, panel.toml, cache.sqlite) for profiling", work.display());
     } else {

@@ -106,6 +106,11 @@ impl Drop for Server {
 }
 
 fn start_server(root: &Path, panel: &Path, work: &Path, cache: &str) -> Server {
+    let location = if cache.starts_with("postgres") {
+        cache.to_string()
+    } else {
+        work.join(cache).display().to_string()
+    };
     let bin = root.join("target/release/redjury");
     let mut child = Command::new(&bin)
         .current_dir(root)
@@ -113,7 +118,7 @@ fn start_server(root: &Path, panel: &Path, work: &Path, cache: &str) -> Server {
         .arg("--panel")
         .arg(panel)
         .arg("--cache")
-        .arg(work.join(cache))
+        .arg(&location)
         .arg("--allow-path")
         .arg(work)
         .stdout(Stdio::piped())
@@ -273,6 +278,19 @@ async fn warm(root: &Path, work: &Path) {
     );
     let extra: usize = mocks.iter().map(|m| m.requests().len()).sum::<usize>() - calls;
     println!("judge calls after warm-up: {extra}");
+
+    // The same on a PostgreSQL store (REDJURY_BENCH_POSTGRES, a URL),
+    // after its own warm-up: the shared store's cost beside SQLite's.
+    if let Ok(url) = std::env::var("REDJURY_BENCH_POSTGRES") {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let store = format!("{url}{sep}redjury_schema=bench_{}", std::process::id());
+        let server = start_server(root, &panel, work, &store);
+        load(&server.url, &docs, 16, docs.len()).await;
+        let (wall, lat) = load(&server.url, &docs, 1, 400).await;
+        report("PostgreSQL store, 1 client", wall, &lat);
+        let (wall, lat) = load(&server.url, &docs, 32, 3200).await;
+        report("PostgreSQL store, 32 clients", wall, &lat);
+    }
 }
 
 async fn rate_limited(root: &Path, work: &Path) {

@@ -83,7 +83,8 @@ pub use view::{
 
 // Judges, their prompts and the store of their answers.
 pub use cache::{
-    BatchRecord, BatchState, Cache, CacheError, CallKey, Outcome, SCHEMA_VERSION, StoredResponse,
+    BatchItem, BatchRecord, BatchState, Cache, CacheError, CallKey, CopyReport, Lease, Outcome,
+    SCHEMA_VERSION, StoredResponse, Usage, copy_store,
 };
 pub use judge::batch::{
     BatchProgress, BatchReport, Leftover, Plan as BatchPlan, wait as wait_for_batches,
@@ -109,7 +110,7 @@ pub use aggregate::Bootstrap;
 pub use aggregate::agreement::Agreement;
 pub use aggregate::{PriceError, Prices};
 pub use report::markdown::outcome;
-pub use report::{ReportError, Summary, load_run, write_summary};
+pub use report::{ReportError, Shard, Summary, load_run, write_summary};
 
 // Calibration against gold, and the reward service.
 pub use calibrate::doctored::{
@@ -123,7 +124,7 @@ pub use serve::{OnIncomplete, ServeEnd, ServeError, ServeOptions, Service};
 // The commands, as the binary runs them.
 pub use commands::{
     BatchCancel, BoundService, CalibrateRequest, CalibrationDone, CommandError, Ending, Found,
-    HtmlReport, Judging, PlannedCalibration, PlannedRun, PlannedService, ReportOutput,
-    ReportRequest, RunInputs, RunRequest, ServeRequest, batch_table, cancel_batches, gate_file,
-    render_file, report,
+    HtmlReport, Judging, MergeRequest, Merged, PlannedCalibration, PlannedRun, PlannedService,
+    ReportOutput, ReportRequest, RunInputs, RunRequest, ServeRequest, batch_table, cancel_batches,
+    copy_cache, gate_file, merge, render_file, report,
 };

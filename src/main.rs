@@ -17,7 +17,10 @@ fn main() -> ExitCode {
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            // The PostgreSQL pool's own warnings repeat what the store's
+            // errors say once.
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,deadpool=error,tokio_postgres=error".into()),
         )
         .with_ansi(colour)
         .with_writer(std::io::stderr)

@@ -28,4 +28,5 @@ mod parity;
 mod score_e2e;
 mod scorer;
 mod serve;
+mod shared_store;
 mod store;

@@ -26,7 +26,7 @@ pub enum BatchState {
 }
 
 impl BatchState {
-    fn as_str(self) -> &'static str {
+    pub(super) fn as_str(self) -> &'static str {
         match self {
             BatchState::Intent => "intent",
             BatchState::Submitted => "submitted",
@@ -34,7 +34,7 @@ impl BatchState {
         }
     }
 
-    fn parse(s: &str) -> BatchState {
+    pub(super) fn parse(s: &str) -> BatchState {
         match s {
             "collected" => BatchState::Collected,
             "intent" => BatchState::Intent,

@@ -1,6 +1,9 @@
 //! The store: prompts, judge responses, rendered views, check verdicts,
-//! leases and provider batches, shared by every run and process that names
-//! it (one SQLite file, `sqlite.rs`).
+//! leases, provider batches and (on a shared store) the providers' rate
+//! budget, shared by every run and process that names it — one SQLite file
+//! (`sqlite.rs`, the default) or a PostgreSQL server (`postgres.rs`, for
+//! replicas and shards on many machines), behind one interface
+//! (`engine.rs`).
 //!
 //! Owns: content-addressed prompts; judge responses keyed by (provider,
 //! model, call parameters, template version, prompt hash, repeat index),
@@ -26,11 +29,15 @@ use crate::hash::sha256_hex;
 use crate::prompt::Prompt;
 
 mod batches;
+mod copy;
+mod engine;
+mod postgres;
 mod sqlite;
 
-pub(crate) use batches::BatchItem;
-pub use batches::{BatchRecord, BatchState};
-pub(crate) use sqlite::Access;
+pub use batches::{BatchItem, BatchRecord, BatchState};
+pub use copy::{CopyReport, copy_store};
+pub(crate) use engine::Access;
+use engine::{Engine, Takeover};
 pub use sqlite::SCHEMA_VERSION;
 
 /// Why the store could not be used.
@@ -145,7 +152,9 @@ pub enum Lease {
 
 /// The store, with its journal and the answers it holds in memory.
 pub struct Cache {
-    store: sqlite::Sqlite,
+    store: Box<dyn Engine>,
+    /// The file, or the server's address without its password, for messages.
+    location: PathBuf,
     journal: PathBuf,
     /// Answers neither the store nor the journal could take, with the last
     /// reason; retried at every later write and by [`Cache::settle`].
@@ -185,10 +194,22 @@ impl Cache {
 
     /// Opens the store with another busy timeout.
     pub fn open_with(path: &Path, busy_timeout: Duration) -> Result<Cache, CacheError> {
-        let store = sqlite::Sqlite::open(path, busy_timeout)?;
-        let mut journal = path.as_os_str().to_owned();
-        journal.push(".pending.jsonl");
-        let cache = Cache { store, journal: PathBuf::from(journal), held: Mutex::default() };
+        let (store, location, journal): (Box<dyn Engine>, PathBuf, PathBuf) =
+            match path.to_str().filter(|p| postgres::is_url(p)) {
+                Some(url) => {
+                    let store = postgres::Postgres::open(url)?;
+                    let shown = PathBuf::from(store.shown());
+                    let journal = store.journal();
+                    (Box::new(store), shown, journal)
+                }
+                None => {
+                    let store = sqlite::Sqlite::open(path, busy_timeout)?;
+                    let mut journal = path.as_os_str().to_owned();
+                    journal.push(".pending.jsonl");
+                    (Box::new(store), path.to_path_buf(), PathBuf::from(journal))
+                }
+            };
+        let cache = Cache { store, location, journal, held: Mutex::default() };
         if cache.store.access() == Access::ReadWrite
             && let Err(e) = cache.flush_journal()
         {
@@ -198,7 +219,7 @@ impl Cache {
     }
 
     fn err(&self, e: impl std::fmt::Display) -> CacheError {
-        self.store.err(e)
+        CacheError::at(&self.location, &e)
     }
 
     /// Runs `f` on a blocking thread, so that SQLite's waits never stall
@@ -421,15 +442,13 @@ impl Cache {
     /// gone (killed: its lease would otherwise hold until it expires).
     /// `owner` should come from [`lease_owner`].
     pub fn claim(&self, key: &CallKey, owner: &str, ttl: Duration) -> Result<Lease, CacheError> {
-        let now = now_secs();
         let digest = key.digest();
-        let expires = now + ttl.as_secs_f64();
-        if self.store.take_lease(&digest, owner, expires, now)? {
+        if self.store.take_lease(&digest, owner, ttl, Takeover::WhenExpired)? {
             return Ok(Lease::Granted);
         }
         let holder = self.store.lease_holder(&digest)?;
         if holder.as_deref().is_some_and(owner_is_gone)
-            && self.store.take_lease(&digest, owner, expires, f64::INFINITY)?
+            && self.store.take_lease(&digest, owner, ttl, Takeover::Always)?
         {
             return Ok(Lease::Granted);
         }
@@ -472,9 +491,31 @@ impl Cache {
         self.store.response_count()
     }
 
-    /// The file's path, for messages.
+    /// The file's path (or the server's address without its password),
+    /// for messages.
     pub fn path(&self) -> &Path {
-        self.store.path()
+        &self.location
+    }
+
+    /// Waits its turn in a rate budget the store shares between processes
+    /// (a PostgreSQL store; see `engine::Engine::pace`): how long to wait
+    /// before sending; `None` when budgets are each process's own.
+    pub fn pace(&self, budget: &str, interval: Duration) -> Result<Option<Duration>, CacheError> {
+        self.store.pace(budget, interval)
+    }
+
+    /// Whether processes on other machines share this store (PostgreSQL):
+    /// one that cannot reach it must wait rather than send calls alone
+    /// (it could pay for an answer stored there, or spend a budget the
+    /// others keep to).
+    pub fn shared(&self) -> bool {
+        self.store.shared()
+    }
+
+    /// Holds a shared rate budget for `wait` (the provider said it is
+    /// spent); nothing on a store that shares none.
+    pub fn hold(&self, budget: &str, wait: Duration) -> Result<(), CacheError> {
+        self.store.hold(budget, wait)
     }
 
     /// Records a batch (or the intent to send one) and its calls in one
@@ -718,8 +759,13 @@ mod tests {
         let cache = Cache::open(&path).expect("migrated");
         let old = cache.get_response(&key(0)).expect("read").expect("kept");
         assert_eq!(old.usage.cache_write, 0);
-        let version: i64 =
-            cache.store.read().query_row("PRAGMA user_version", [], |r| r.get(0)).expect("v");
+        let version: i64 = cache
+            .store
+            .as_sqlite()
+            .expect("sqlite")
+            .read()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .expect("v");
         assert_eq!(version, SCHEMA_VERSION);
     }
 
@@ -731,9 +777,20 @@ mod tests {
     fn an_answer_neither_the_store_nor_the_journal_can_take_is_held_until_one_can() {
         let (_dir, path) = temp("held");
         let cache = Cache::open(&path).expect("opens");
-        let pages: i64 =
-            cache.store.read().query_row("PRAGMA page_count", [], |r| r.get(0)).expect("pages");
-        cache.store.read().pragma_update(None, "max_page_count", pages).expect("full");
+        let pages: i64 = cache
+            .store
+            .as_sqlite()
+            .expect("sqlite")
+            .read()
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .expect("pages");
+        cache
+            .store
+            .as_sqlite()
+            .expect("sqlite")
+            .read()
+            .pragma_update(None, "max_page_count", pages)
+            .expect("full");
         let big = StoredResponse { text: "x".repeat(64 << 10), ..response() };
         std::fs::create_dir(&cache.journal).expect("the journal path is taken");
         let e = cache.keep_response(&key(1), &big).err().map(|e| e.to_string()).unwrap_or_default();
@@ -746,7 +803,13 @@ mod tests {
         );
         assert_eq!(cache.settle(), 1, "still nowhere to put it");
         std::fs::remove_dir(&cache.journal).expect("journal freed");
-        cache.store.read().pragma_update(None, "max_page_count", 1_000_000).expect("space");
+        cache
+            .store
+            .as_sqlite()
+            .expect("sqlite")
+            .read()
+            .pragma_update(None, "max_page_count", 1_000_000)
+            .expect("space");
         assert_eq!(cache.settle(), 0);
         assert_eq!(cache.get_response(&key(1)).expect("read"), Some(big));
     }

@@ -15,7 +15,11 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use super::{CacheError, now};
+use super::engine::{Access, Engine, Record, RecordKind, Takeover};
+use super::{
+    BatchItem, BatchRecord, BatchState, CacheError, CallKey, StoredResponse, now, now_secs,
+};
+use crate::prompt::Prompt;
 
 /// The schema this redjury writes (`PRAGMA user_version`). Stores made
 /// before versions were recorded read 0 and are migrated when opened; a
@@ -113,16 +117,6 @@ const KNOWN: &[(&str, &[&str])] = &[
     ("batch_items", &["batch_id", "custom_id", "call", "digest", "rubric_ids", "position"]),
 ];
 
-/// Whether the store can be written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Read and written.
-    ReadWrite,
-    /// Opened read-only (a read-only file system, say): hits are served,
-    /// nothing new is kept in it.
-    ReadOnly,
-}
-
 /// Which file the connection has open: (device, inode) on Unix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct FileId(u64, u64);
@@ -219,14 +213,6 @@ impl Sqlite {
     fn note(&self, note: String) {
         tracing::error!("{note}");
         self.notes.lock().unwrap_or_else(|p| p.into_inner()).push(note);
-    }
-
-    pub(super) fn access(&self) -> Access {
-        self.access
-    }
-
-    pub(super) fn path(&self) -> &Path {
-        &self.path
     }
 
     pub(super) fn err(&self, e: impl std::fmt::Display) -> CacheError {
@@ -376,33 +362,43 @@ impl Sqlite {
 pub(super) const RESPONSE_COLUMNS: &str = "outcome, text, input_tokens, output_tokens, cached_tokens, latency_ms, attempts, cache_write_tokens, provider, model, params, template_version, prompt_hash, repeat";
 
 pub(super) fn stored(r: &rusqlite::Row<'_>) -> rusqlite::Result<super::StoredResponse> {
-    let outcome: String = r.get(0)?;
+    stored_at(r, 0)
+}
+
+/// A response read from [`RESPONSE_COLUMNS`] starting at column `at`.
+fn stored_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<super::StoredResponse> {
+    let outcome: String = r.get(at)?;
     Ok(super::StoredResponse {
         outcome: if outcome == "declined" {
             super::Outcome::Declined
         } else {
             super::Outcome::Text
         },
-        text: r.get(1)?,
+        text: r.get(at + 1)?,
         usage: super::Usage {
-            input: r.get::<_, i64>(2)? as u64,
-            output: r.get::<_, i64>(3)? as u64,
-            cached: r.get::<_, i64>(4)? as u64,
-            cache_write: r.get::<_, i64>(7)? as u64,
+            input: r.get::<_, i64>(at + 2)? as u64,
+            output: r.get::<_, i64>(at + 3)? as u64,
+            cached: r.get::<_, i64>(at + 4)? as u64,
+            cache_write: r.get::<_, i64>(at + 7)? as u64,
         },
-        latency_ms: r.get::<_, i64>(5)? as u64,
-        attempts: r.get::<_, i64>(6)? as u32,
+        latency_ms: r.get::<_, i64>(at + 5)? as u64,
+        attempts: r.get::<_, i64>(at + 6)? as u32,
     })
 }
 
 fn call_key(r: &rusqlite::Row<'_>) -> rusqlite::Result<super::CallKey> {
+    call_key_at(r, 0)
+}
+
+/// A call key read from [`RESPONSE_COLUMNS`] starting at column `at`.
+fn call_key_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<super::CallKey> {
     Ok(super::CallKey {
-        provider: r.get(8)?,
-        model: r.get(9)?,
-        params: r.get(10)?,
-        template_version: r.get(11)?,
-        prompt_hash: r.get(12)?,
-        repeat: r.get(13)?,
+        provider: r.get(at + 8)?,
+        model: r.get(at + 9)?,
+        params: r.get(at + 10)?,
+        template_version: r.get(at + 11)?,
+        prompt_hash: r.get(at + 12)?,
+        repeat: r.get(at + 13)?,
     })
 }
 
@@ -754,7 +750,7 @@ impl Sqlite {
     ) -> Result<(), CacheError> {
         self.write()?
             .execute(
-                "INSERT OR REPLACE INTO responses
+                "INSERT OR IGNORE INTO responses
                  (key, provider, model, params, template_version, prompt_hash, repeat, outcome, text, input_tokens,
                   output_tokens, cached_tokens, latency_ms, attempts, created_at, cache_write_tokens)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
@@ -782,15 +778,20 @@ impl Sqlite {
     }
 
     /// Takes (or renews) a lease for `owner` unless another owner's lease
-    /// is still live; `stale_before` treats leases expiring before it as
-    /// dead. True when taken.
+    /// is still live (or the rule says to take it anyway). True when taken.
     pub(super) fn take_lease(
         &self,
         digest: &str,
         owner: &str,
-        expires_at: f64,
-        stale_before: f64,
+        ttl: Duration,
+        rule: Takeover,
     ) -> Result<bool, CacheError> {
+        let now = now_secs();
+        let expires_at = now + ttl.as_secs_f64();
+        let stale_before = match rule {
+            Takeover::WhenExpired => now,
+            Takeover::Always => f64::INFINITY,
+        };
         self.write()?
             .execute(
                 "INSERT INTO leases VALUES (?1, ?2, ?3)
@@ -865,5 +866,198 @@ impl Sqlite {
             .query_row("SELECT COUNT(*) FROM responses", [], |r| r.get::<_, i64>(0))
             .map(|n| n as u64)
             .map_err(|e| self.err(e))
+    }
+}
+
+/// The SQLite engine behind the store's one interface (see `engine.rs`);
+/// the work is done by the methods above.
+impl Engine for Sqlite {
+    fn access(&self) -> Access {
+        self.access
+    }
+    #[cfg(test)]
+    fn as_sqlite(&self) -> Option<&Sqlite> {
+        Some(self)
+    }
+    fn notes(&self) -> Vec<String> {
+        Sqlite::notes(self)
+    }
+    fn newly_lost(&self) -> bool {
+        Sqlite::newly_lost(self)
+    }
+    fn responses_since_open(&self) -> Vec<(CallKey, StoredResponse)> {
+        Sqlite::responses_since_open(self)
+    }
+    fn checkpoint(&self) -> Result<(), CacheError> {
+        Sqlite::checkpoint(self)
+    }
+    fn put_prompt(&self, p: &Prompt) -> Result<(), CacheError> {
+        Sqlite::put_prompt(self, p)
+    }
+    fn get_prompt(&self, hash: &str) -> Result<Option<Prompt>, CacheError> {
+        Sqlite::get_prompt(self, hash)
+    }
+    fn get_response(&self, key: &CallKey) -> Result<Option<StoredResponse>, CacheError> {
+        Sqlite::get_response(self, key)
+    }
+    fn put_response(&self, key: &CallKey, r: &StoredResponse) -> Result<(), CacheError> {
+        Sqlite::put_response(self, key, r)
+    }
+    fn take_lease(
+        &self,
+        digest: &str,
+        owner: &str,
+        ttl: Duration,
+        rule: Takeover,
+    ) -> Result<bool, CacheError> {
+        Sqlite::take_lease(self, digest, owner, ttl, rule)
+    }
+    fn lease_holder(&self, digest: &str) -> Result<Option<String>, CacheError> {
+        Sqlite::lease_holder(self, digest)
+    }
+    fn release(&self, digest: &str, owner: &str) -> Result<(), CacheError> {
+        Sqlite::release(self, digest, owner)
+    }
+    fn get_render(&self, key: &str) -> Result<Option<(String, Option<String>)>, CacheError> {
+        Sqlite::get_render(self, key)
+    }
+    fn put_render(&self, key: &str, gate: &str, view: Option<&str>) -> Result<(), CacheError> {
+        Sqlite::put_render(self, key, gate, view)
+    }
+    fn get_checks(&self, key: &str) -> Result<Option<String>, CacheError> {
+        Sqlite::get_checks(self, key)
+    }
+    fn put_checks(&self, key: &str, results: &str) -> Result<(), CacheError> {
+        Sqlite::put_checks(self, key, results)
+    }
+    fn response_count(&self) -> Result<u64, CacheError> {
+        Sqlite::response_count(self)
+    }
+    fn record_batch(&self, b: &BatchRecord, items: &[BatchItem]) -> Result<(), CacheError> {
+        Sqlite::record_batch(self, b, items)
+    }
+    fn adopt_intent(
+        &self,
+        intent: &str,
+        id: &str,
+        input_file: Option<&str>,
+    ) -> Result<(), CacheError> {
+        Sqlite::adopt_intent(self, intent, id, input_file)
+    }
+    fn drop_intent(&self, intent: &str) -> Result<(), CacheError> {
+        Sqlite::drop_intent(self, intent)
+    }
+    fn open_batch_of(
+        &self,
+        digest: &str,
+        base_url: &str,
+    ) -> Result<Option<(String, BatchState)>, CacheError> {
+        Sqlite::open_batch_of(self, digest, base_url)
+    }
+    fn batch(&self, id: &str) -> Result<Option<BatchRecord>, CacheError> {
+        Sqlite::batch(self, id)
+    }
+    fn batches(&self) -> Result<Vec<BatchRecord>, CacheError> {
+        Sqlite::batches(self)
+    }
+    fn batch_items(&self, id: &str) -> Result<Vec<BatchItem>, CacheError> {
+        Sqlite::batch_items(self, id)
+    }
+    fn set_batch_state(
+        &self,
+        id: &str,
+        state: BatchState,
+        note: Option<&str>,
+    ) -> Result<(), CacheError> {
+        Sqlite::set_batch_state(self, id, state, note)
+    }
+    fn records(
+        &self,
+        kind: RecordKind,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Record)>, CacheError> {
+        Sqlite::records(self, kind, after, limit)
+    }
+    fn count(&self, kind: RecordKind) -> Result<u64, CacheError> {
+        let sql = format!("SELECT COUNT(*) FROM {}", kind.name());
+        self.read()
+            .query_row(&sql, [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+}
+
+impl Sqlite {
+    /// Rows of a kind after a key, for copying the store.
+    fn records(
+        &self,
+        kind: RecordKind,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Record)>, CacheError> {
+        match kind {
+            RecordKind::Prompts => {
+                let sql = "SELECT hash FROM prompts WHERE hash > ?1 ORDER BY hash LIMIT ?2";
+                let mut out = Vec::new();
+                for k in self.keys(sql, after, limit)? {
+                    if let Some(p) = self.get_prompt(&k)? {
+                        out.push((k, Record::Prompt(p)));
+                    }
+                }
+                Ok(out)
+            }
+            RecordKind::Batches => {
+                let sql = "SELECT id FROM batches WHERE id > ?1 ORDER BY id LIMIT ?2";
+                let mut out = Vec::new();
+                for id in self.keys(sql, after, limit)? {
+                    if let Some(b) = self.batch(&id)? {
+                        let items = self.batch_items(&id)?;
+                        out.push((id, Record::Batch(b, items)));
+                    }
+                }
+                Ok(out)
+            }
+            RecordKind::Responses => self.rows(
+                &format!(
+                    "SELECT key, {RESPONSE_COLUMNS} FROM responses WHERE key > ?1 ORDER BY key LIMIT ?2"
+                ),
+                after,
+                limit,
+                |r| Ok((r.get(0)?, Record::Response(call_key_at(r, 1)?, stored_at(r, 1)?))),
+            ),
+            RecordKind::Renders => self.rows(
+                "SELECT key, gate, view FROM renders WHERE key > ?1 ORDER BY key LIMIT ?2",
+                after,
+                limit,
+                |r| Ok((r.get(0)?, Record::Render { key: r.get(0)?, gate: r.get(1)?, view: r.get(2)? })),
+            ),
+            RecordKind::Checks => self.rows(
+                "SELECT key, results FROM checks WHERE key > ?1 ORDER BY key LIMIT ?2",
+                after,
+                limit,
+                |r| Ok((r.get(0)?, Record::Checks { key: r.get(0)?, results: r.get(1)? })),
+            ),
+        }
+    }
+
+    fn keys(&self, sql: &str, after: &str, limit: usize) -> Result<Vec<String>, CacheError> {
+        let conn = self.read();
+        let mut stmt = conn.prepare(sql).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map(params![after, limit as i64], |r| r.get(0));
+        rows.and_then(|r| r.collect()).map_err(|e| self.err(e))
+    }
+
+    fn rows(
+        &self,
+        sql: &str,
+        after: &str,
+        limit: usize,
+        row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<(String, Record)>,
+    ) -> Result<Vec<(String, Record)>, CacheError> {
+        let conn = self.read();
+        let mut stmt = conn.prepare(sql).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map(params![after, limit as i64], row);
+        rows.and_then(|r| r.collect()).map_err(|e| self.err(e))
     }
 }

@@ -51,6 +51,9 @@ pub enum Command {
         /// Model outputs: <task>.docx, <task>/contract.docx, <task>/<trial>/contract.docx or Harbor job folders.
         #[arg(long)]
         outputs: PathBuf,
+        /// Score part K (from 0) of N of the outputs, balanced by judge calls; `redjury merge` joins the parts' folders.
+        #[arg(long, value_name = "K/N")]
+        shard: Option<redjury::Shard>,
         #[command(flatten)]
         common: RunArgs,
     },
@@ -61,6 +64,18 @@ pub enum Command {
         run: PathBuf,
         #[command(flatten)]
         common: RunArgs,
+    },
+    /// Join the results folders of `score --shard K/N` parts into the folder one process scoring everything writes.
+    Merge {
+        /// The parts' results folders, one per shard.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Where the joined results folder goes.
+        #[arg(long)]
+        out: PathBuf,
+        /// Price table for the judges' cost (USD per million tokens). Default: ./prices.toml, else the built-in one.
+        #[arg(long)]
+        prices: Option<PathBuf>,
     },
     /// Print a run's summary tables and judge agreement; with --compare, a paired comparison.
     Report {
@@ -102,6 +117,11 @@ pub enum Command {
         #[arg(long, conflicts_with = "cancel")]
         cancel_all: bool,
     },
+    /// Work on a cache: copy it into another (SQLite ↔ PostgreSQL).
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
     /// Serve rewards over HTTP for RL trainers (POST /v1/score, /v1/score/batch, /openrlhf; see docs/serve.md).
     Serve(ServeArgs),
     /// Check that a .docx loads and has a tracked change or comment by AUTHOR (exit 0 pass, 1 fail).
@@ -114,6 +134,17 @@ pub enum Command {
         /// The task's input document: count only what the output adds to it (as `score` does for turn 2+); for an .xlsx output, the template it is filled in from.
         #[arg(long)]
         input: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum CacheAction {
+    /// Copy every row of one cache into another (a SQLite file or a postgres:// URL each); run again to resume.
+    Copy {
+        /// The cache to copy from.
+        from: PathBuf,
+        /// The cache to copy into (created when missing).
+        to: PathBuf,
     },
 }
 
@@ -285,10 +316,15 @@ impl From<View> for ViewKind {
 /// stdout (stderr for warnings), its ending into an exit code.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Score { tasks, outputs, common } => {
-            scoring(&RunInputs::Score { tasks, outputs }, common)
+        Command::Score { tasks, outputs, shard, common } => {
+            scoring(&RunInputs::Score { tasks, outputs }, shard, common)
         }
-        Command::Rejudge { run, common } => scoring(&RunInputs::Rejudge { run }, common),
+        Command::Rejudge { run, common } => scoring(&RunInputs::Rejudge { run }, None, common),
+        Command::Merge { shards, out, prices } => {
+            let merged = redjury::merge(&redjury::MergeRequest { shards, out, prices })?;
+            say(&redjury::outcome(&merged.summary, &merged.out_dir));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Report { run, compare, seed, resamples, calibration, html, html_views_mb } => {
             let request = ReportRequest {
                 run,
@@ -314,6 +350,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Batches { cache, panel, cancel, cancel_all } => {
             let which = if cancel_all { BatchCancel::All } else { BatchCancel::Ids(cancel) };
             batches(&cache, panel.as_deref(), which)
+        }
+        Command::Cache { action: CacheAction::Copy { from, to } } => {
+            let report = redjury::copy_cache(&from, &to)?;
+            say(&report.text());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Render { docx, view, output } => {
             let (text, warnings) = redjury::render_file(&docx, view.into())?;
@@ -393,7 +434,11 @@ fn batches(cache: &Path, panel: Option<&Path>, which: BatchCancel) -> anyhow::Re
 }
 
 /// `score` and `rejudge`.
-fn scoring(inputs: &RunInputs, a: RunArgs) -> anyhow::Result<ExitCode> {
+fn scoring(
+    inputs: &RunInputs,
+    shard: Option<redjury::Shard>,
+    a: RunArgs,
+) -> anyhow::Result<ExitCode> {
     let quiet = a.quiet;
     let planned = PlannedRun::plan(
         inputs,
@@ -409,6 +454,7 @@ fn scoring(inputs: &RunInputs, a: RunArgs) -> anyhow::Result<ExitCode> {
             bootstrap: Bootstrap { seed: a.seed, resamples: a.resamples as usize },
             views: if a.no_views { Views::Skip } else { Views::Write },
             model: a.model,
+            shard,
         },
     )?;
     if !quiet {

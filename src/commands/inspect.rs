@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::cache::{BatchRecord, BatchState, Cache};
+use crate::cache::{BatchRecord, BatchState, Cache, CopyReport, copy_store};
 use crate::check::gate::{self, GateResult};
 use crate::commands::{CommandError, defaults};
 use crate::docx;
@@ -126,10 +126,26 @@ pub async fn cancel_batches(
 }
 
 fn recorded(cache_path: &Path) -> Result<(Cache, Vec<BatchRecord>), CommandError> {
-    if !cache_path.is_file() {
+    let url = cache_path
+        .to_str()
+        .is_some_and(|p| p.starts_with("postgres://") || p.starts_with("postgresql://"));
+    if !url && !cache_path.is_file() {
         return Err(CommandError::refused(format!("no cache at {}", cache_path.display())));
     }
     let cache = Cache::open(cache_path).map_err(CommandError::refused)?;
     let recorded = cache.batches().map_err(CommandError::failed)?;
     Ok((cache, recorded))
+}
+
+/// `redjury cache copy FROM TO`: every row of one store (a SQLite file or
+/// a `postgres://` URL) into another, checked by counting. A source that
+/// does not exist is a refusal.
+pub fn copy_cache(from: &Path, to: &Path) -> Result<CopyReport, CommandError> {
+    let url = from
+        .to_str()
+        .is_some_and(|p| p.starts_with("postgres://") || p.starts_with("postgresql://"));
+    if !url && !from.is_file() {
+        return Err(CommandError::refused(format!("no cache at {}", from.display())));
+    }
+    copy_store(from, to).map_err(CommandError::failed)
 }

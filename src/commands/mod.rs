@@ -11,6 +11,7 @@
 
 mod defaults;
 mod inspect;
+mod merge;
 mod report;
 mod run;
 mod serve;
@@ -19,7 +20,8 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 
 pub use defaults::Found;
-pub use inspect::{BatchCancel, batch_table, cancel_batches, gate_file, render_file};
+pub use inspect::{BatchCancel, batch_table, cancel_batches, copy_cache, gate_file, render_file};
+pub use merge::{MergeRequest, Merged, merge};
 pub use report::{HtmlReport, ReportOutput, ReportRequest, report};
 pub use run::{
     CalibrateRequest, CalibrationDone, PlannedCalibration, PlannedRun, RunInputs, RunRequest,

@@ -11,6 +11,7 @@ use crate::pipeline::run::{RejudgeJob, RunError, RunReport, RunSettings, ScoreJo
 use crate::pipeline::{
     Dispatch, JudgeMode, Progress, STORE_WAIT, Scorer, ScorerConfig, load_tasks,
 };
+use crate::report::Shard;
 use crate::task::Task;
 
 /// What a run reads: outputs to score, or an earlier run to judge again.
@@ -47,6 +48,8 @@ pub struct RunRequest {
     pub views: Views,
     /// The evaluated model's name (seeds the reference's CI).
     pub model: Option<String>,
+    /// The part of the outputs this process scores (`score --shard K/N`).
+    pub shard: Option<Shard>,
 }
 
 enum Job {
@@ -69,7 +72,9 @@ impl PlannedRun {
     pub fn plan(inputs: &RunInputs, request: RunRequest) -> Result<PlannedRun, CommandError> {
         let (job, tasks) = match inputs {
             RunInputs::Score { tasks, outputs } => (
-                Job::Score(ScoreJob::plan(tasks, outputs, &request.out).map_err(refused)?),
+                Job::Score(
+                    ScoreJob::plan(tasks, outputs, &request.out, request.shard).map_err(refused)?,
+                ),
                 Some(tasks.as_path()),
             ),
             RunInputs::Rejudge { run } => (
@@ -91,6 +96,7 @@ impl PlannedRun {
             bootstrap: request.bootstrap,
             views: request.views,
             model: request.model,
+            shard: request.shard,
         };
         Ok(PlannedRun { job, found, config, settings })
     }

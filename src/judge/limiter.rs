@@ -91,6 +91,18 @@ struct Pace {
     observed: ObservedLimits,
 }
 
+/// Whose requests a provider's budget counts that this limiter paces:
+/// its own process's only, or every process sharing a store's budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BudgetScope {
+    /// This process paces alone: a budget reported spent means someone
+    /// else spends it too, so the pace comes down.
+    Own,
+    /// The processes of a shared store pace together in it: a spent budget
+    /// holds them all, and the pace stays (they are the someone else).
+    Shared,
+}
+
 /// One judge's pacing: requests, tokens and calls in flight.
 pub(crate) struct Limiter {
     rpm: Rate,
@@ -267,9 +279,24 @@ impl Limiter {
         base * SAFETY * p.factor
     }
 
+    /// The spacing between requests this limiter keeps now.
+    pub(crate) fn interval_now(&self) -> Duration {
+        let p = self.pace.lock().unwrap_or_else(|e| e.into_inner());
+        self.interval(&p)
+    }
+
     /// Learns from the reply to `pass`'s request: the limits and budgets
     /// its headers report, and whether it was a 429 (`rate_limited`).
-    pub(crate) fn observe(&self, pass: &Pass, headers: &RateHeaders, rate_limited: bool) {
+    /// Returns how long the requests budget is held when the reply says
+    /// it is spent (for a budget shared with other processes).
+    pub(crate) fn observe(
+        &self,
+        pass: &Pass,
+        headers: &RateHeaders,
+        rate_limited: bool,
+        budget: BudgetScope,
+    ) -> Option<Duration> {
+        let mut held = None;
         // Requests sent after this one reached the provider after its
         // budget was counted: they will spend what it says is left.
         let others = self.sent.load(Ordering::Relaxed).saturating_sub(pass.number);
@@ -307,10 +334,13 @@ impl Limiter {
                 let wait = one.map_or(reset, |one| one.min(reset));
                 let until = now + wait;
                 p.hold_until = Some(p.hold_until.map_or(until, |h| h.max(until)));
+                held = Some(wait);
                 // A spent budget is the signal a 429 would have been, one
                 // request earlier: someone else is spending it too, so the
                 // pace comes down (gently) before the provider refuses.
-                p.factor = (p.factor * NEAR_LIMIT).max(FLOOR);
+                if budget == BudgetScope::Own {
+                    p.factor = (p.factor * NEAR_LIMIT).max(FLOOR);
+                }
             }
         }
         let observed = &mut p.observed;
@@ -336,6 +366,7 @@ impl Limiter {
         {
             p.output_budget = Some((left, now + reset));
         }
+        held
     }
 
     /// The request of `pass` got no reply (a timeout, a refused
@@ -375,7 +406,7 @@ mod tests {
     async fn the_pace_follows_the_reported_limit_below_the_configured_one() {
         let l = Limiter::new(Rate::PerMinute(6000), Rate::Auto, 4);
         let pass = l.acquire(1).await;
-        l.observe(&pass, &requests(600, 500, 10), false);
+        l.observe(&pass, &requests(600, 500, 10), false, BudgetScope::Own);
         let o = l.observed();
         assert_eq!(o.requests_per_minute, Some(600));
         assert!((o.paced_rpm - 600.0 * SAFETY).abs() < 1e-6, "{}", o.paced_rpm);
@@ -386,7 +417,7 @@ mod tests {
         let l = Limiter::new(Rate::Auto, Rate::Auto, 4);
         assert!((l.observed().paced_rpm - AUTO_START_RPM * SAFETY).abs() < 1e-6);
         let pass = l.acquire(1).await;
-        l.observe(&pass, &requests(3000, 2999, 20), false);
+        l.observe(&pass, &requests(3000, 2999, 20), false, BudgetScope::Own);
         assert!((l.observed().paced_rpm - 3000.0 * SAFETY).abs() < 1e-6);
     }
 
@@ -394,11 +425,11 @@ mod tests {
     async fn a_429_slows_down_and_successes_recover() {
         let l = Limiter::new(Rate::PerMinute(600), Rate::Auto, 4);
         let pass = l.acquire(1).await;
-        l.observe(&pass, &RateHeaders::default(), true);
+        l.observe(&pass, &RateHeaders::default(), true, BudgetScope::Own);
         let slowed = l.observed().paced_rpm;
         assert!((slowed - 600.0 * SAFETY * DECREASE).abs() < 1e-6);
         for _ in 0..100 {
-            l.observe(&pass, &RateHeaders::default(), false);
+            l.observe(&pass, &RateHeaders::default(), false, BudgetScope::Own);
         }
         assert!((l.observed().paced_rpm - 600.0 * SAFETY).abs() < 1e-6, "back to the full pace");
         assert_eq!(l.observed().slowdowns, 1);
@@ -408,7 +439,7 @@ mod tests {
     async fn a_spent_budget_holds_the_next_request() {
         let l = Limiter::new(Rate::PerMinute(600_000), Rate::Auto, 4);
         let pass = l.acquire(1).await;
-        l.observe(&pass, &requests(60, 0, 5000), false);
+        l.observe(&pass, &requests(60, 0, 5000), false, BudgetScope::Own);
         let wait = l.reserve(1).expect("held");
         let held = wait.saturating_duration_since(Instant::now());
         // One request's worth of a 60-a-minute budget: about a second.
@@ -427,7 +458,7 @@ mod tests {
             ..Default::default()
         };
         let pass = l.acquire(1).await;
-        l.observe(&pass, &tokens, false);
+        l.observe(&pass, &tokens, false, BudgetScope::Own);
         assert!(l.reserve(400).is_none(), "400 of the 500 left");
         let at = l.reserve(400).expect("100 left: wait for the reset");
         assert!(at.saturating_duration_since(Instant::now()) > Duration::from_millis(500));
@@ -448,7 +479,7 @@ mod tests {
             ..Default::default()
         };
         let pass = l.acquire(1).await;
-        l.observe(&pass, &output, false);
+        l.observe(&pass, &output, false, BudgetScope::Own);
         assert!(l.reserve(1).is_none(), "1,024 of the 2,500 left");
         assert!(l.reserve(1).is_none(), "1,024 of the 1,476 left");
         let at = l.reserve(1).expect("452 left: wait for the reset");

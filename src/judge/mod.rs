@@ -61,6 +61,13 @@ macro_rules! counters {
                 CounterSnapshot { $($field: self.$field.load(Ordering::Relaxed),)* }
             }
         }
+
+        /// Two processes' totals together (the parts of a sharded run).
+        impl std::ops::AddAssign for CounterSnapshot {
+            fn add_assign(&mut self, other: CounterSnapshot) {
+                $(self.$field += other.$field;)*
+            }
+        }
     };
 }
 
@@ -179,6 +186,47 @@ impl AttemptError {
 /// renews it every third of that while the call is in flight. (A killed
 /// owner on the same machine is noticed at once; on another, at expiry.)
 const LEASE: Duration = Duration::from_secs(30);
+
+/// How long a lease on a call lasts unless renewed: `REDJURY_LEASE_SECS`
+/// (1 to 3600), else 30 s. A process killed mid-call holds its calls this
+/// long before another process takes them over (docs/deployment.md).
+fn lease() -> Duration {
+    static LEASE_TTL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *LEASE_TTL.get_or_init(|| {
+        std::env::var("REDJURY_LEASE_SECS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|s| (1..=3600).contains(s))
+            .map_or(LEASE, Duration::from_secs)
+    })
+}
+/// How often a process that cannot reach a shared store tries it again.
+const STORE_RETRY: Duration = Duration::from_secs(1);
+
+/// How many times (one a second) a call tries a shared store that cannot be
+/// reached before it gives up: the call then ends as an abstention with
+/// that reason (the row incomplete, never a 0), not a hang.
+const STORE_PATIENCE: u32 = 300;
+
+/// The reason a call gives when the shared store stayed unreachable.
+fn store_gone(e: &crate::cache::CacheError) -> String {
+    format!(
+        "the shared store could not be reached for {STORE_PATIENCE} s ({e}); the call was not sent"
+    )
+}
+
+/// Says that a shared store cannot be reached, at the first failure and
+/// every 30 tries after (a store down for long, or refusing a statement,
+/// stays visible); returns the tries so far.
+fn store_down(tries: u32, e: &crate::cache::CacheError) -> u32 {
+    if tries.is_multiple_of(30) {
+        tracing::warn!(
+            "{e}; nothing is sent to the judges until the store answers (tried {} times)",
+            tries + 1
+        );
+    }
+    tries + 1
+}
 
 /// Why a judge could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -421,16 +469,29 @@ impl Judge {
         prompt: &Prompt,
         cache: &Arc<Cache>,
     ) -> Option<CallResult> {
-        let owned = key.clone();
-        match cache.blocking(move |c| c.get_response(&owned)).await {
-            Ok(Some(stored)) => {
-                self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-                Some(from_cache(&stored, prompt))
-            }
-            Ok(None) => None,
-            Err(e) => {
-                tracing::warn!("{e}; calling the judge instead");
-                None
+        let mut said = 0u32;
+        loop {
+            let owned = key.clone();
+            match cache.blocking(move |c| c.get_response(&owned)).await {
+                Ok(Some(stored)) => {
+                    self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    return Some(from_cache(&stored, prompt));
+                }
+                Ok(None) => return None,
+                // A shared store may hold the answer another machine paid
+                // for: wait for it rather than pay again.
+                Err(e) if cache.shared() => {
+                    said = store_down(said, &e);
+                    if said > STORE_PATIENCE {
+                        self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                        return Some(abstain_all(prompt, store_gone(&e), 0));
+                    }
+                    tokio::time::sleep(STORE_RETRY).await;
+                }
+                Err(e) => {
+                    tracing::warn!("{e}; calling the judge instead");
+                    return None;
+                }
             }
         }
     }
@@ -441,10 +502,10 @@ impl Judge {
         if !self.can_call() || self.stopped().is_some() {
             return self.fresh(prompt, key, cache).await;
         }
-        let mut waited = false;
+        let (mut waited, mut down) = (false, 0u32);
         loop {
             let (k, owner) = (key.clone(), self.owner.clone());
-            match cache.blocking(move |c| c.claim(&k, &owner, LEASE)).await {
+            match cache.blocking(move |c| c.claim(&k, &owner, lease())).await {
                 Ok(Lease::Granted) => break,
                 Ok(Lease::HeldElsewhere) => {
                     if !waited {
@@ -456,7 +517,17 @@ impl Judge {
                         return hit;
                     }
                 }
-                // A store that cannot lease still lets the call go out.
+                // On a shared store another machine may be sending the same
+                // call: wait for the lease. A local store that cannot lease
+                // still lets the call go out.
+                Err(e) if cache.shared() => {
+                    down = store_down(down, &e);
+                    if down > STORE_PATIENCE {
+                        self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                        return abstain_all(prompt, store_gone(&e), 0);
+                    }
+                    tokio::time::sleep(STORE_RETRY).await;
+                }
                 Err(e) => {
                     tracing::warn!("{e}; sending without a lease");
                     break;
@@ -475,9 +546,9 @@ impl Judge {
             let (k, owner, cache) = (key.clone(), self.owner.clone(), cache.clone());
             tokio::spawn(async move {
                 loop {
-                    tokio::time::sleep(LEASE / 3).await;
+                    tokio::time::sleep(lease() / 3).await;
                     let (k, owner) = (k.clone(), owner.clone());
-                    let _ = cache.blocking(move |c| c.claim(&k, &owner, LEASE)).await;
+                    let _ = cache.blocking(move |c| c.claim(&k, &owner, lease())).await;
                 }
             })
         };
@@ -521,8 +592,14 @@ impl Judge {
             if let Some(reason) = self.stopped() {
                 return Err(AttemptError::Stopped { reason: format!("judge stopped: {reason}") });
             }
+            self.shared_turn(cache, estimate)
+                .await
+                .map_err(|reason| AttemptError::Stopped { reason })?;
+            if let Some(reason) = self.stopped() {
+                return Err(AttemptError::Stopped { reason: format!("judge stopped: {reason}") });
+            }
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            self.attempt(api_key, prompt, &pass).await
+            self.attempt(api_key, prompt, &pass, cache).await
         };
         let cap = Duration::from_secs(self.config.retry_max_secs);
         let policy = ExponentialBuilder::default()
@@ -561,12 +638,62 @@ impl Judge {
         }
     }
 
+    /// The name of this judge's rate budget in a shared store: every
+    /// process of the panel with the same judge, endpoint and model spends
+    /// the same one.
+    fn budget(&self) -> String {
+        format!("{}|{}|{}", self.config.name, self.config.base_url, self.config.model)
+    }
+
+    /// Waits this request's turn in the rate budgets (requests, and tokens
+    /// when `tpm` is set) a shared store keeps for every process of the
+    /// panel. While the store cannot be reached nothing is sent: a private
+    /// budget would overspend the provider's limit with the others.
+    async fn shared_turn(&self, cache: &Arc<Cache>, tokens: u64) -> Result<(), String> {
+        let interval = self.limiter.interval_now();
+        let per_token = self
+            .config
+            .tpm
+            .per_minute()
+            .map(|tpm| Duration::from_secs_f64(tokens as f64 * 60.0 / f64::from(tpm.max(1))));
+        let budget = self.budget();
+        let mut said = 0u32;
+        loop {
+            let b = budget.clone();
+            let turn = cache
+                .blocking(move |c| -> Result<Option<Duration>, crate::cache::CacheError> {
+                    let Some(wait) = c.pace(&b, interval)? else { return Ok(None) };
+                    let tokens = match per_token {
+                        Some(t) => c.pace(&format!("{b}#tokens"), t)?.unwrap_or_default(),
+                        None => Duration::ZERO,
+                    };
+                    Ok(Some(wait.max(tokens)))
+                })
+                .await;
+            match turn {
+                Ok(None) => return Ok(()),
+                Ok(Some(wait)) => {
+                    tokio::time::sleep(wait).await;
+                    return Ok(());
+                }
+                Err(e) => {
+                    said = store_down(said, &e);
+                    if said > STORE_PATIENCE {
+                        return Err(store_gone(&e));
+                    }
+                    tokio::time::sleep(STORE_RETRY).await;
+                }
+            }
+        }
+    }
+
     /// One request and what its reply means.
     async fn attempt(
         &self,
         api_key: Option<&str>,
         prompt: &Prompt,
         pass: &limiter::Pass,
+        cache: &Arc<Cache>,
     ) -> Result<StoredResponse, AttemptError> {
         let name = &self.config.name;
         let req = provider::build(&self.config, api_key, prompt);
@@ -599,7 +726,17 @@ impl Judge {
             AttemptError::Retryable { message, retry_after: None }
         })?;
         self.answered.store(true, Ordering::Relaxed);
-        self.limiter.observe(pass, &received.limits, received.status == 429);
+        let budget =
+            if cache.shared() { limiter::BudgetScope::Shared } else { limiter::BudgetScope::Own };
+        if let Some(wait) =
+            self.limiter.observe(pass, &received.limits, received.status == 429, budget)
+            && budget == limiter::BudgetScope::Shared
+        {
+            let b = self.budget();
+            if let Err(e) = cache.blocking(move |c| c.hold(&b, wait)).await {
+                tracing::warn!("{e}: the spent budget is held in this process only");
+            }
+        }
         if (200..300).contains(&received.status) {
             return self.answer(&prompt.rubric_ids, &received.body, Channel::Live);
         }

@@ -11,6 +11,7 @@
 mod estimate;
 pub(crate) mod folder;
 mod judging;
+mod merge;
 mod prepare;
 pub(crate) mod run;
 
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) use judging::BatchesLeft;
 pub use judging::{BatchFallback, Dispatch, Progress, Silent};
+pub(crate) use merge::merge;
 pub use prepare::OutputSource;
 pub(crate) use prepare::Prepared;
 #[cfg(test)]

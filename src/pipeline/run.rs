@@ -18,7 +18,7 @@ use super::{Dispatch, OutputSource, Prepared, Progress, Scorer};
 use crate::aggregate::{Billed, Bootstrap, Prices};
 use crate::cache::Cache;
 use crate::prompt::Prompt;
-use crate::report::{self, JudgeSummary, PromptRecord, Summary};
+use crate::report::{self, JudgeSummary, PromptRecord, Shard, Summary};
 use crate::score::{RubricKind, TaskResult};
 use crate::task::{self, Task};
 
@@ -47,6 +47,8 @@ pub struct RunSettings {
     pub views: Views,
     /// The evaluated model's name: seeds the reference's CI.
     pub model: Option<String>,
+    /// The part of the outputs this process scores (`score --shard K/N`).
+    pub shard: Option<Shard>,
 }
 
 /// How a run ended, for the exit code.
@@ -58,6 +60,19 @@ pub enum RunEnd {
     Incomplete,
     /// No judge was called; judge rubrics are pending.
     DryRun,
+}
+
+impl RunEnd {
+    /// How a run whose summary is `summary` ended.
+    pub(crate) fn of(summary: &Summary) -> RunEnd {
+        if summary.dry_run {
+            RunEnd::DryRun
+        } else if summary.counts.incomplete > 0 {
+            RunEnd::Incomplete
+        } else {
+            RunEnd::Complete
+        }
+    }
 }
 
 /// What a run produced.
@@ -156,17 +171,25 @@ pub struct ScoreJob {
 impl ScoreJob {
     /// Loads the tasks under `tasks_dir`, finds their outputs under
     /// `outputs_dir`, and checks `out`.
-    pub fn plan(tasks_dir: &Path, outputs_dir: &Path, out: &Path) -> Result<ScoreJob, RunError> {
+    pub fn plan(
+        tasks_dir: &Path,
+        outputs_dir: &Path,
+        out: &Path,
+        shard: Option<Shard>,
+    ) -> Result<ScoreJob, RunError> {
         let tasks: Vec<Arc<Task>> =
             super::load_tasks(tasks_dir)?.into_iter().map(Arc::new).collect();
         let names: Vec<String> = tasks.iter().map(|t| t.name.clone()).collect();
-        let outputs = task::find_outputs(outputs_dir, &names)?;
+        let mut outputs = task::find_outputs(outputs_dir, &names)?;
         if outputs.found.is_empty() {
             suggest_outputs(outputs_dir, &names)?;
         }
         let target = folder::check(out, &[tasks_dir, outputs_dir])?;
         let with_output: HashSet<&str> = outputs.found.iter().map(|o| o.task.as_str()).collect();
         let missing = names.iter().filter(|n| !with_output.contains(n.as_str())).cloned().collect();
+        if let Some(shard) = shard {
+            outputs.found = shard_of(outputs.found, &tasks, shard);
+        }
         Ok(ScoreJob { tasks, outputs, missing, target })
     }
 
@@ -226,6 +249,30 @@ impl ScoreJob {
         let left = Leftovers { missing: self.missing, unmatched, unusable };
         finish(scorer, settings, staging, rows, prompts, left).await
     }
+}
+
+/// The outputs shard `shard` scores: the judged outputs (those of tasks
+/// with judge rubrics) dealt round the shards in their sorted order, and
+/// the outputs only checks score dealt the same way apart, so every shard
+/// makes about as many judge calls (one more at most); the same outputs
+/// always go to the same shard.
+fn shard_of(found: Vec<task::Output>, tasks: &[Arc<Task>], shard: Shard) -> Vec<task::Output> {
+    let judged: HashSet<&str> = tasks
+        .iter()
+        .filter(|t| t.llm_rubrics().next().is_some())
+        .map(|t| t.name.as_str())
+        .collect();
+    let (mut nth_judged, mut nth_checked) = (0u32, 0u32);
+    found
+        .into_iter()
+        .filter(|o| {
+            let nth =
+                if judged.contains(o.task.as_str()) { &mut nth_judged } else { &mut nth_checked };
+            let mine = *nth % shard.of == shard.index;
+            *nth += 1;
+            mine
+        })
+        .collect()
 }
 
 /// No output matched a task: when task-named files lie one or two levels
@@ -472,8 +519,9 @@ fn stored_prompt(
     }
 }
 
-/// The judges read the same documents: an earlier run's views carry over.
-fn copy_views(run_dir: &Path, into: &Path) -> Result<(), RunError> {
+/// The judges read the same documents: an earlier run's views carry over
+/// (and a sharded run's parts' views into the joined folder).
+pub(super) fn copy_views(run_dir: &Path, into: &Path) -> Result<(), RunError> {
     let Ok(entries) = std::fs::read_dir(run_dir.join("views")) else { return Ok(()) };
     let to_dir = into.join("views");
     std::fs::create_dir_all(&to_dir)
@@ -560,7 +608,7 @@ async fn finish(
     left: Leftovers,
 ) -> Result<RunReport, RunError> {
     let held = scorer.settle_store(super::STORE_WAIT).await;
-    let summary = summarize(
+    let mut summary = summarize(
         scorer,
         &rows,
         left,
@@ -568,6 +616,7 @@ async fn finish(
         settings.bootstrap,
         settings.model.as_deref(),
     );
+    summary.shard = settings.shard;
     report::write_run(&staging.dir, &rows, &summary, &prompts)
         .map_err(|source| RunError::Write { path: staging.dir.clone(), source })?;
     staging.swap()?;
@@ -578,13 +627,7 @@ async fn finish(
     if held > 0 {
         return Err(unstored(scorer, held, &settings.out));
     }
-    let end = if summary.dry_run {
-        RunEnd::DryRun
-    } else if summary.counts.incomplete > 0 {
-        RunEnd::Incomplete
-    } else {
-        RunEnd::Complete
-    };
+    let end = RunEnd::of(&summary);
     Ok(RunReport { summary, end, out_dir: settings.out.clone() })
 }
 

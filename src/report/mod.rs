@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use summary::Summary;
 pub(crate) use summary::{Estimate, JudgeSummary, Unusable};
+pub use summary::{Shard, Summary};
 
 use crate::prompt::Prompt;
 use crate::score::{Status, TaskResult};

@@ -188,6 +188,39 @@ pub struct Summary {
     /// counted here, not written again.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub repeated_requests: u64,
+    /// Which part of a sharded run this folder holds (`score --shard`);
+    /// `redjury merge` puts the parts back together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+}
+
+/// One part of a run split over several processes: part `index` (from 0)
+/// of `of`, as `score --shard K/N` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// This part, from 0.
+    pub index: u32,
+    /// How many parts.
+    pub of: u32,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || {
+            format!(
+                "--shard {s:?}: give K/N with 0 <= K < N, e.g. 0/4 (a Kubernetes indexed Job's completion index as K)"
+            )
+        };
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, of): (u32, u32) =
+            (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if of == 0 || index >= of {
+            return Err(bad());
+        }
+        Ok(Shard { index, of })
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -248,6 +281,7 @@ impl Summary {
             problems: Problems::of(rows),
             notes: Vec::new(),
             repeated_requests: 0,
+            shard: None,
         }
     }
 

@@ -79,6 +79,16 @@ impl Judges {
         }
     }
 
+    /// Judges answering through `handlers` (openai, anthropic, gemini).
+    pub async fn with(handlers: [Handler; 3]) -> Judges {
+        let [o, a, g] = handlers;
+        Judges {
+            openai: MockServer::start(o).await,
+            anthropic: MockServer::start(a).await,
+            gemini: MockServer::start(g).await,
+        }
+    }
+
     pub fn panel(&self, dir: &Path, gemini_model: &str) -> PathBuf {
         let judge = |name: &str, provider: &str, url: String, model: &str, env: &str| {
             format!(

@@ -197,6 +197,7 @@ pub mod browser;
 pub mod checks;
 pub mod e2e;
 pub mod mock;
+pub mod postgres;
 pub mod served;
 
 /// The shared corpus of Word-made files (../shared/corpus beside the

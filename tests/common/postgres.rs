@@ -1,0 +1,63 @@
+//! The PostgreSQL server the shared-store tests use: `REDJURY_TEST_POSTGRES`
+//! names it (a URL; `.ci/run` starts a throwaway cluster on a loopback port
+//! and sets it). Without it those tests are skipped, and say so, unless
+//! `REDJURY_REQUIRE_POSTGRES` is set (CI sets it), which makes its absence
+//! a failure.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The server's URL, or `None` (the test is skipped, and says so).
+pub fn server(test: &str) -> Option<String> {
+    match std::env::var("REDJURY_TEST_POSTGRES").ok().filter(|u| !u.trim().is_empty()) {
+        Some(url) => Some(url),
+        None => {
+            assert!(
+                std::env::var_os("REDJURY_REQUIRE_POSTGRES").is_none(),
+                "{test}: no PostgreSQL server (REDJURY_TEST_POSTGRES is unset and REDJURY_REQUIRE_POSTGRES is set)"
+            );
+            eprintln!(
+                "SKIPPED {test}: no PostgreSQL server; set REDJURY_TEST_POSTGRES to a URL (.ci/run starts one)"
+            );
+            None
+        }
+    }
+}
+
+/// A store of the test's own on the server: a fresh PostgreSQL schema.
+pub fn store(test: &str) -> Option<String> {
+    Some(fresh_schema(&server(test)?, test))
+}
+
+/// A store on the second server, which the test may stop and start, and
+/// the command that does it (`REDJURY_TEST_POSTGRES_RESTARTABLE`, and
+/// `REDJURY_TEST_POSTGRES_CTL`, a `pg_ctl -D …` to add `stop` or `start`
+/// to; `.ci/run` sets both).
+pub fn restartable(test: &str) -> Option<(String, String)> {
+    let url = std::env::var("REDJURY_TEST_POSTGRES_RESTARTABLE").ok().filter(|u| !u.is_empty());
+    let restart = std::env::var("REDJURY_TEST_POSTGRES_CTL").ok().filter(|c| !c.is_empty());
+    match url.zip(restart) {
+        Some((url, restart)) => Some((fresh_schema(&url, test), restart)),
+        None => {
+            assert!(
+                std::env::var_os("REDJURY_REQUIRE_POSTGRES").is_none(),
+                "{test}: no restartable PostgreSQL server (REDJURY_TEST_POSTGRES_RESTARTABLE and _CTL are unset and REDJURY_REQUIRE_POSTGRES is set)"
+            );
+            eprintln!(
+                "SKIPPED {test}: no PostgreSQL server this test may stop; set REDJURY_TEST_POSTGRES_RESTARTABLE and REDJURY_TEST_POSTGRES_CTL (.ci/run starts one)"
+            );
+            None
+        }
+    }
+}
+
+fn fresh_schema(url: &str, test: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let name: String = test
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .take(32)
+        .collect();
+    let schema = format!("t_{name}_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}redjury_schema={schema}")
+}
