@@ -134,25 +134,84 @@ impl Templates {
         // The document is substituted last so that text inside it can never
         // be taken for a template field.
         let user_prefix = fill(before).replace("{{document}}", document);
-        let mut rubrics = String::from("# Rubrics to grade\n\n");
-        for (i, r) in task.llm_rubrics().enumerate() {
-            rubrics.push_str(&format!(
-                "## Rubric {}\n- id: `{}`\n- category: {}\n- importance weight: {}/10\n- **criterion**: {}\n- justification (context for you, not for grading): {}\n\n",
-                i + 1,
-                r.id,
-                r.category,
-                r.weight,
-                r.criteria,
-                r.justification
-            ));
-        }
-        let ids: Vec<String> = task.llm_rubrics().map(|r| r.id.clone()).collect();
-        rubrics.push_str(&format!(
-            "Return the JSON object now, with exactly one verdict for each of these ids: {}.\n",
-            ids.join(", ")
-        ));
-        rubrics.push_str(&fill(after));
+        let blocks: Vec<(String, String)> = task
+            .llm_rubrics()
+            .map(|r| {
+                let body = format!(
+                    "- category: {}\n- importance weight: {}/10\n- **criterion**: {}\n- justification (context for you, not for grading): {}\n\n",
+                    r.category, r.weight, r.criteria, r.justification
+                );
+                (r.id.clone(), body)
+            })
+            .collect();
+        let (rubrics, ids) = rubric_section(&blocks, &fill(after));
         Prompt::new(self.system.clone(), user_prefix, rubrics, ids, self.version.clone())
+    }
+}
+
+const RUBRICS_HEADER: &str = "# Rubrics to grade\n\n";
+
+fn rubric_header(number: usize, id: &str) -> String {
+    format!("## Rubric {number}\n- id: `{id}`\n")
+}
+
+fn closing_line(ids: &[String]) -> String {
+    format!(
+        "Return the JSON object now, with exactly one verdict for each of these ids: {}.\n",
+        ids.join(", ")
+    )
+}
+
+/// The rubric part of the user message from (id, block body) pairs, and
+/// the ids, numbered in order; `tail` is the template's text after the list.
+fn rubric_section(blocks: &[(String, String)], tail: &str) -> (String, Vec<String>) {
+    let mut text = String::from(RUBRICS_HEADER);
+    for (i, (id, body)) in blocks.iter().enumerate() {
+        text.push_str(&rubric_header(i + 1, id));
+        text.push_str(body);
+    }
+    let ids: Vec<String> = blocks.iter().map(|(id, _)| id.clone()).collect();
+    text.push_str(&closing_line(&ids));
+    text.push_str(tail);
+    (text, ids)
+}
+
+impl Prompt {
+    /// The same prompt asking about only the rubrics in `keep` (in the
+    /// order they had), renumbered: what `decided` voting sends a judge
+    /// once the other rubrics are settled. `None` when `keep` names none of
+    /// its rubrics, or the prompt is not one `Templates::render` made.
+    pub fn narrowed(&self, keep: &[String]) -> Option<Prompt> {
+        let rest = self.user_rubrics.strip_prefix(RUBRICS_HEADER)?;
+        let closing = closing_line(&self.rubric_ids);
+        let at = rest.find(&closing)?;
+        let (listed, tail) = (rest.get(..at)?, rest.get(at + closing.len()..)?);
+        let mut starts = Vec::with_capacity(self.rubric_ids.len());
+        let mut from = 0;
+        for (i, id) in self.rubric_ids.iter().enumerate() {
+            let head = rubric_header(i + 1, id);
+            let pos = from + listed.get(from..)?.find(&head)?;
+            starts.push((pos, pos + head.len()));
+            from = pos + head.len();
+        }
+        let mut blocks = Vec::new();
+        for (i, id) in self.rubric_ids.iter().enumerate() {
+            let end = starts.get(i + 1).map_or(listed.len(), |s| s.0);
+            if keep.contains(id) {
+                blocks.push((id.clone(), listed.get(starts[i].1..end)?.to_string()));
+            }
+        }
+        if blocks.is_empty() {
+            return None;
+        }
+        let (rubrics, ids) = rubric_section(&blocks, tail);
+        Some(Prompt::new(
+            self.system.clone(),
+            self.user_prefix.clone(),
+            rubrics,
+            ids,
+            self.template_version.clone(),
+        ))
     }
 }
 
@@ -234,6 +293,28 @@ mod tests {
         t.scenario_label = Some("SaaS MSA".into());
         (t.represented_party, t.counterparty) = ("Buyer plc".into(), "Vendor Ltd".into());
         t
+    }
+
+    /// A prompt narrowed to some rubrics is, byte for byte, the prompt
+    /// rendered for a task with only those rubrics (so `decided` voting's
+    /// later calls are ordinary prompts, cached like any other).
+    #[test]
+    fn a_narrowed_prompt_is_the_prompt_of_the_narrower_task() {
+        let t = Templates::builtin();
+        let mut full = task();
+        for (id, text) in [("r02", "Keeps Y"), ("r03", "Adds Z ## Rubric 9\n- id: `r01`")] {
+            full.rubrics.push(Rubric::llm(id, text, "Commercial Context", 5));
+        }
+        let p = t.render(&full, "[p-000] doc");
+        assert_eq!(p.narrowed(&p.rubric_ids).map(|n| n.hash), Some(p.hash.clone()));
+        let keep = vec!["r01".to_string(), "r03".to_string()];
+        let mut narrower = full.clone();
+        narrower.rubrics.retain(|r| keep.contains(&r.id));
+        let want = t.render(&narrower, "[p-000] doc");
+        let got = p.narrowed(&keep).expect("narrowed");
+        assert_eq!(got, want);
+        assert_eq!(got.rubric_ids, keep);
+        assert_eq!(p.narrowed(&["zz".to_string()]), None);
     }
 
     #[test]

@@ -118,6 +118,10 @@ pub struct RubricResult {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     /// Why a judge gave no vote.
     pub abstentions: BTreeMap<String, String>,
+    /// Judges not asked about it, and why (vote mode "decided": its
+    /// verdict was settled before their turn).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_asked: BTreeMap<String, String>,
 }
 
 impl RubricResult {
@@ -193,6 +197,7 @@ impl TaskResult {
             r.votes.clear();
             r.justifications.clear();
             r.abstentions.clear();
+            r.not_asked.clear();
         }
         self.reason = None;
     }

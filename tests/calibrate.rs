@@ -133,14 +133,46 @@ fn planted(world: Arc<World>, profile: &'static str) -> Handler {
                     expected
                 }
                 (Some(Doc::Injected(..)), "follower") => Verdict::Pass,
+                // Flips a verdict on about one in four of its answers, by
+                // the prompt and how often it was asked it: moves under
+                // repeats as much as under any other probe.
+                (_, "sampler") => {
+                    let seen = sampler_seen(&req.body, id);
+                    if fnv(&format!("{}/{id}/{seen}", fnv(&req.body))).is_multiple_of(4) {
+                        if expected == Verdict::Pass { Verdict::Fail } else { Verdict::Pass }
+                    } else {
+                        expected
+                    }
+                }
                 (_, "order") if ids.last().map(String::as_str) == Some(id) => Verdict::Fail,
                 _ => expected,
             }
         };
-        let text =
-            verdicts_json(&ids, &|id| if answer(id) == Verdict::Pass { "PASS" } else { "FAIL" });
+        // The abstainer answers only two rubrics in three (the others get
+        // no verdict: it abstains on them).
+        let answered: Vec<String> = if profile == "abstainer" {
+            ids.iter()
+                .filter(|id| !fnv(&format!("{user}/{id}")).is_multiple_of(3))
+                .cloned()
+                .collect()
+        } else {
+            ids.clone()
+        };
+        let text = verdicts_json(&answered, &|id| {
+            if answer(id) == Verdict::Pass { "PASS" } else { "FAIL" }
+        });
         ok(success_body("openai", &text))
     })
+}
+
+/// How many times the sampler was asked this (prompt, rubric) before.
+fn sampler_seen(body: &str, id: &str) -> u64 {
+    static SEEN: std::sync::OnceLock<std::sync::Mutex<BTreeMap<(u64, String), u64>>> =
+        std::sync::OnceLock::new();
+    let mut seen = SEEN.get_or_init(Default::default).lock().unwrap();
+    let n = seen.entry((fnv(body), id.to_string())).or_insert(0);
+    *n += 1;
+    *n - 1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -306,6 +338,140 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
     let (code, _, stderr) = redjury(a, false).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(servers.iter().map(|s| s.requests().len()).sum::<usize>(), calls);
+}
+
+/// What misled a user choosing a panel: a judge that abstains ranked
+/// best on the items it decides, a sampling judge flagged by every probe,
+/// and the null probe expecting FAIL where a rubric is rightly PASS.
+/// Coverage gates the recommendation, the repeat probe is each judge's
+/// baseline, the null probe takes its expectations from labels, and
+/// "decided" panels are ranked with the cost of the calls they make.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calibration_does_not_reward_abstaining_and_judges_probes_against_repeats() {
+    let world = Arc::new(world().await);
+    let profiles = ["abstainer", "sampler", "perfect"];
+    let mut servers = Vec::new();
+    for p in profiles {
+        servers.push(MockServer::start(planted(world.clone(), p)).await);
+    }
+    let dir = temp_dir("calibrate-coverage");
+    let judges: String = profiles
+        .iter()
+        .zip(&servers)
+        .map(|(name, s)| {
+            format!(
+                "[[judge]]\nname = \"{name}\"\nprovider = \"openai\"\nmodel = \"m-{name}\"\nbase_url = \"{}/v1\"\napi_key_env = \"\"\nrpm = 60000\ntpm = 100000000\nmax_concurrency = 16\ntimeout_secs = 10\nmax_attempts = 2\n\n",
+                s.url()
+            )
+        })
+        .collect();
+    let panel = dir.join("panel.toml");
+    std::fs::write(&panel, format!("[vote]\nquorum = 2\n\n{judges}")).unwrap();
+    let prices: String = profiles
+        .iter()
+        .map(|p| format!("[models.m-{p}]\ninput = 1.0\ncached_input = 0.1\noutput = 4.0\n\n"))
+        .collect();
+    std::fs::write(dir.join("prices.toml"), prices).unwrap();
+    // The gold set, with labels for one task's unedited input: its r01 is
+    // rightly PASS there (it reads "Preserves …" in this set), the rest FAIL.
+    let gold = dir.join("gold");
+    std::fs::create_dir_all(gold.join("verdicts")).unwrap();
+    for e in std::fs::read_dir(root().join("gold/verdicts")).unwrap().flatten() {
+        std::fs::copy(e.path(), gold.join("verdicts").join(e.file_name())).unwrap();
+    }
+    std::os::unix::fs::symlink(root().join("gold/redlines"), gold.join("redlines")).unwrap();
+    let task = "redline-s1-t1-g01a";
+    let file = gold.join("verdicts").join(format!("{task}.json"));
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let ids = world.order[task].clone();
+    let labels: serde_json::Map<String, Value> = ids
+        .iter()
+        .map(|id| {
+            let verdict = if id == &ids[0] { "PASS" } else { "FAIL" };
+            (id.clone(), serde_json::json!({"verdict": verdict}))
+        })
+        .collect();
+    v["outputs"]["unedited"] = Value::Object(labels);
+    std::fs::write(&file, v.to_string()).unwrap();
+    let out = dir.join("cal");
+    let a: Vec<String> = [
+        "calibrate",
+        "--tasks",
+        "rubrics",
+        "--gold",
+        &gold.display().to_string(),
+        "--outputs",
+        "scenarios/outputs",
+        "--panel",
+        &panel.display().to_string(),
+        "--prices",
+        &dir.join("prices.toml").display().to_string(),
+        "--cache",
+        &dir.join("c.sqlite").display().to_string(),
+        "--out",
+        &out.display().to_string(),
+        "--probe",
+        "order",
+        "--probe",
+        "repeat=2",
+        "--probe",
+        "null",
+        "--resamples",
+        "300",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (code, stdout, stderr) = redjury(a, false).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("calibration.json")).unwrap())
+            .unwrap();
+    // The abstainer is right on every item it decides, and decides about
+    // two in three: κ 1 over its items, less with abstentions as errors,
+    // and no panel that decides too little is recommended.
+    let ab = &c["judges"]["abstainer"];
+    assert_eq!(ab["kappa"]["value"], 1.0, "{ab}");
+    assert!(ab["kappa_strict"].as_f64().unwrap() < 0.9, "{ab}");
+    let r = &c["recommended"];
+    assert!(r["coverage"].as_f64().unwrap() >= 0.95, "{r}");
+    assert_ne!(r["judges"], serde_json::json!(["abstainer"]), "{r}");
+    // The sampler moves under the order probe about as much as under
+    // repeats: not flagged against its own baseline.
+    let order = &c["probes"]["order"];
+    assert!(order["rates"]["sampler"]["moved"].as_u64().unwrap() > 0, "{order}");
+    assert!(order["baseline"]["sampler"].as_f64().unwrap() > 0.0, "{order}");
+    assert!(!order["flagged"].as_array().unwrap().iter().any(|j| j == "sampler"), "{order}");
+    // The null probe against the labels: the perfect judge (FAIL on every
+    // rubric of an unedited input) differs on the one labelled PASS.
+    let null = &c["probes"]["null"];
+    assert!(null.get("informational").is_none(), "{null}");
+    assert_eq!(null["rates"]["perfect"]["compared"].as_u64(), Some(ids.len() as u64), "{null}");
+    assert_eq!(null["rates"]["perfect"]["moved"], 1, "{null}");
+    // Decided panels are ranked too, each order, costing less than asking all.
+    let panels = c["panels"].as_array().unwrap();
+    let cost = |mode: &str, judges: Value| {
+        panels
+            .iter()
+            .find(|p| p["mode"] == mode && p["judges"] == judges && p["quorum"] == 2)
+            .and_then(|p| p["cost_per_1000"].as_f64())
+            .unwrap()
+    };
+    let all = cost("all", serde_json::json!(["abstainer", "sampler", "perfect"]));
+    let decided = cost("decided", serde_json::json!(["perfect", "sampler", "abstainer"]));
+    assert!(decided < all, "decided {decided} vs all {all}");
+    eprintln!(
+        "abstainer κ {} (strict {}), recommended {} quorum {} mode {}, order: sampler moved {} vs repeat {}, USD/1000 decided {decided:.4} vs all {all:.4}",
+        ab["kappa"]["value"],
+        ab["kappa_strict"],
+        r["judges"],
+        r["quorum"],
+        r["mode"],
+        order["rates"]["sampler"]["rate"]["value"],
+        order["baseline"]["sampler"]
+    );
+    let md = std::fs::read_to_string(out.join("calibration.md")).unwrap();
+    assert!(md.contains("κ, abstentions as errors") && md.contains("its repeat movement"), "{md}");
 }
 
 #[test]

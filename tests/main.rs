@@ -30,3 +30,4 @@ mod scorer;
 mod serve;
 mod shared_store;
 mod store;
+mod voting;

@@ -83,6 +83,19 @@ impl Billed {
     }
 }
 
+/// What the calls "decided" voting did not make would have cost: their
+/// estimated prompt tokens, and as many output tokens each as this
+/// judge's billed calls averaged. `None` when nothing was saved or the
+/// model has no price.
+pub(crate) fn saved_by_deciding(prices: &Prices, model: &str, c: &CounterSnapshot) -> Option<f64> {
+    if c.decided_skips == 0 && c.decided_skipped_tokens == 0 {
+        return None;
+    }
+    let per_call = if c.requests > 0 { c.output_tokens as f64 / c.requests as f64 } else { 0.0 };
+    let output = (per_call * c.decided_skips as f64).round() as u64;
+    prices.cost(model, Billed { input: c.decided_skipped_tokens, output, ..Billed::default() })
+}
+
 /// Why a price table cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[error("price table {path}: {message}")]

@@ -25,7 +25,7 @@ pub(crate) mod calibration;
 pub(crate) mod compare;
 mod cost;
 
-pub(crate) use cost::Billed;
+pub(crate) use cost::{Billed, saved_by_deciding};
 pub use cost::{PriceError, Prices};
 pub(crate) mod python;
 

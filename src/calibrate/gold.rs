@@ -35,7 +35,14 @@ pub struct LabelledOutput {
 pub struct GoldSet {
     /// Every labelled output, by task then output name.
     pub outputs: Vec<LabelledOutput>,
+    /// Labels for a task's input returned unedited (the output named
+    /// [`UNEDITED`]): what the null probe expects, by task then rubric.
+    pub unedited: BTreeMap<String, BTreeMap<String, Verdict>>,
 }
+
+/// The output name that labels the task's input returned unedited (the
+/// null probe's document); it needs no file.
+pub(crate) const UNEDITED: &str = "unedited";
 
 impl GoldSet {
     /// Reads `<gold>/verdicts/*.json` against `tasks`, finding each output
@@ -108,6 +115,7 @@ pub(crate) fn load(
     let mut problems = Vec::new();
     let mut set = Vec::new();
     let mut labelled_in: BTreeMap<String, String> = BTreeMap::new();
+    let mut unedited = BTreeMap::new();
     for file in &files {
         let shown = file.display().to_string();
         let parsed = match read_gold_file(file) {
@@ -130,6 +138,26 @@ pub(crate) fn load(
             continue;
         }
         for (name, labels) in parsed.outputs {
+            if name == UNEDITED {
+                let mut expected = BTreeMap::new();
+                for (rubric, label) in labels {
+                    match (task.rubrics.iter().any(|r| r.id == rubric), Verdict::parse(label.verdict.trim())) {
+                        (true, Some(v)) => {
+                            expected.insert(rubric, v);
+                        }
+                        (false, _) => problems.push(format!(
+                            "{shown}: output {name:?}: rubric {rubric:?} is not in task {}",
+                            task.name
+                        )),
+                        (true, None) => problems.push(format!(
+                            "{shown}: output {name:?}: rubric {rubric}: verdict must be \"PASS\" or \"FAIL\", got {:?}",
+                            label.verdict
+                        )),
+                    }
+                }
+                unedited.insert(task.name.clone(), expected);
+                continue;
+            }
             let found =
                 candidates(gold, outputs, &name, &task.name).into_iter().find(|p| p.is_file());
             let Some(path) = found else {
@@ -170,7 +198,7 @@ pub(crate) fn load(
             dir.display()
         ));
     }
-    if problems.is_empty() { Ok(GoldSet { outputs: set }) } else { Err(fail(problems)) }
+    if problems.is_empty() { Ok(GoldSet { outputs: set, unedited }) } else { Err(fail(problems)) }
 }
 
 /// A gold file, refused when an object in it names a key twice (JSON

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::aggregate::calibration::{self, Confusion, Estimate};
 use crate::aggregate::{Billed, Prices};
+use crate::judge::config::VoteMode;
 use crate::pipeline::{OutputSource, Prepared, Progress, Scorer};
 use crate::prompt::{Prompt, Templates};
 use crate::score::{RubricKind, TaskResult};
@@ -78,6 +79,9 @@ pub struct CalibrateSettings {
     pub probes: Vec<Probe>,
     /// A panel within this much κ of the best may be recommended if cheaper.
     pub within: f64,
+    /// Only panels that decide at least this share of the labelled items
+    /// are recommended (an abstaining panel is not a better one).
+    pub min_coverage: f64,
     /// Prices for the cost of panels.
     pub prices: Prices,
     /// Bootstrap resamples over tasks.
@@ -143,8 +147,13 @@ pub struct RaterFigures {
     pub by_category: BTreeMap<String, Brief>,
     /// Positive items and penalty items.
     pub by_sign: BTreeMap<String, Brief>,
-    /// USD per 1,000 rubric verdicts (judges only; from the stored token
-    /// counts of its calls, so a cached rerun still knows).
+    /// Cohen's κ with abstentions counted as wrong (beside `kappa`,
+    /// which is over the items it decided).
+    #[serde(default)]
+    pub kappa_strict: Option<f64>,
+    /// USD per 1,000 verdicts it decided (judges only): every billed
+    /// attempt of its calls, retries and failures included (from the
+    /// stored token counts when a rerun made no call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_per_1000: Option<f64>,
 }
@@ -162,7 +171,16 @@ pub struct PanelChoice {
     pub accuracy: Option<f64>,
     /// Share of items it decides.
     pub coverage: f64,
-    /// USD per 1,000 rubric verdicts.
+    /// Cohen's κ with the items it leaves undecided counted as wrong.
+    #[serde(default)]
+    pub kappa_strict: Option<f64>,
+    /// How it asks its judges: all of them, or in the order of `judges`
+    /// until the verdict is settled.
+    #[serde(default)]
+    pub mode: VoteMode,
+    /// USD per 1,000 verdicts it decided, from the calls it made (every
+    /// billed attempt); in `decided` mode, the calls it would make on
+    /// these outputs given the judges' answers.
     pub cost_per_1000: Option<f64>,
     /// How many of its judges a probe flagged.
     #[serde(default)]
@@ -209,6 +227,9 @@ pub struct Calibration {
     pub recommended: Option<PanelChoice>,
     /// The tolerance used for the recommendation.
     pub within: f64,
+    /// The least share of items a recommended panel decides.
+    #[serde(default)]
+    pub min_coverage: f64,
     /// The probes' findings, by probe name.
     pub probes: BTreeMap<String, probes::ProbeReport>,
 }
@@ -348,6 +369,7 @@ fn figures(
     };
     RaterFigures {
         items: all.len() as u64,
+        kappa_strict: strict_kappa(&all),
         abstention_rate: confusion.abstention_rate(),
         accuracy: est(Confusion::accuracy),
         kappa: est(Confusion::kappa),
@@ -359,71 +381,183 @@ fn figures(
     }
 }
 
-/// USD per 1,000 rubric verdicts for each judge, from the token counts the
-/// cache stored for its calls on `prompts`.
+/// κ with every abstention counted as the wrong verdict.
+fn strict_kappa(pairs: &[(Verdict, Option<Verdict>)]) -> Option<f64> {
+    let wrong = |g: Verdict| if g == Verdict::Pass { Verdict::Fail } else { Verdict::Pass };
+    let strict: Vec<(Verdict, Option<Verdict>)> =
+        pairs.iter().map(|(g, v)| (*g, Some(v.unwrap_or_else(|| wrong(*g))))).collect();
+    Confusion::of(&strict).kappa()
+}
+
+/// What one judge's calls in this calibration cost.
+#[derive(Debug, Clone, Copy, Default)]
+struct JudgeCost {
+    /// USD over every billed attempt; `None` without a price.
+    total: Option<f64>,
+    /// Calls made (one per output prompt and repeat index).
+    calls: u64,
+}
+
+impl JudgeCost {
+    fn per_call(&self) -> Option<f64> {
+        self.total.filter(|_| self.calls > 0).map(|t| t / self.calls as f64)
+    }
+}
+
+/// Each judge's cost: every billed attempt as its counters saw them
+/// (retries and failed attempts included) when the run sent requests, else
+/// (a rerun answered from the cache) the token counts stored with its
+/// answers.
 async fn costs(
     scorer: &Scorer,
     prompts: &BTreeMap<(String, String), Prompt>,
     prices: &Prices,
-) -> BTreeMap<String, Option<f64>> {
-    let verdicts: usize = prompts.values().map(|p| p.rubric_ids.len()).sum();
+) -> BTreeMap<String, JudgeCost> {
     let mut out = BTreeMap::new();
     for judge in scorer.judges() {
-        let mut billed = Billed::default();
-        for p in prompts.values() {
-            let key = judge.call_key(p, 0);
-            let stored = scorer.cache().blocking(move |c| c.get_response(&key)).await;
-            if let Ok(Some(s)) = stored {
-                billed.input += s.usage.input;
-                billed.cached += s.usage.cached;
-                billed.cache_write += s.usage.cache_write;
-                billed.output += s.usage.output;
+        let counters = judge.counters.snapshot();
+        let billed = if counters.requests > 0 {
+            Billed::of(&counters)
+        } else {
+            let mut billed = Billed::default();
+            for p in prompts.values() {
+                let key = judge.call_key(p, 0);
+                let stored = scorer.cache().blocking(move |c| c.get_response(&key)).await;
+                if let Ok(Some(s)) = stored {
+                    billed.input += s.usage.input;
+                    billed.cached += s.usage.cached;
+                    billed.cache_write += s.usage.cache_write;
+                    billed.output += s.usage.output;
+                }
             }
-        }
-        let cost = prices.cost(&judge.config.model, billed);
-        let per = cost.filter(|_| verdicts > 0).map(|c| c / verdicts as f64 * 1000.0);
-        out.insert(judge.config.name.clone(), per);
+            billed
+        };
+        let calls = prompts.len() as u64 * u64::from(judge.config.repeats);
+        let total = prices.cost(&judge.config.model, billed);
+        out.insert(judge.config.name.clone(), JudgeCost { total, calls });
     }
     out
 }
 
-/// Every non-empty subset of `judges` with every quorum it can have.
+/// Per judge rubric of the judged rows: each judge's vote (in `names`
+/// order), grouped by output: what every panel is simulated on.
+fn rubric_votes(rows: &[TaskResult], names: &[String]) -> Vec<Vec<Vec<Option<Verdict>>>> {
+    rows.iter()
+        .filter(|r| r.rubrics.iter().any(|x| x.kind == RubricKind::Llm && !x.votes.is_empty()))
+        .map(|r| {
+            r.rubrics
+                .iter()
+                .filter(|x| x.kind == RubricKind::Llm)
+                .map(|x| names.iter().map(|n| x.votes.get(n).copied().flatten()).collect())
+                .collect()
+        })
+        .collect()
+}
+
+/// How many calls each member makes on one output in `decided` mode
+/// (members in asking order), given their votes on its rubrics.
+fn decided_calls(votes: &[Vec<Option<Verdict>>], members: &[usize], quorum: usize) -> Vec<u64> {
+    let first = crate::panel::first_wave(members.len(), quorum);
+    let mut calls = vec![0; members.len()];
+    for (k, call) in calls.iter_mut().enumerate() {
+        let open = k < first
+            || votes.iter().any(|rubric| {
+                let so_far: Vec<Option<Verdict>> =
+                    members[..k].iter().map(|&m| rubric.get(m).copied().flatten()).collect();
+                !crate::panel::settled(&so_far, members.len() - k, quorum)
+            });
+        *call = u64::from(open);
+    }
+    calls
+}
+
+/// Every non-empty subset of `judges` with every quorum it can have, each
+/// asking all its judges, and (two judges or more) in `decided` mode in
+/// every order.
 fn panel_choices(
     obs: &[Observation],
+    rows: &[TaskResult],
     judges: &[String],
-    costs: &BTreeMap<String, Option<f64>>,
+    costs: &BTreeMap<String, JudgeCost>,
 ) -> Vec<PanelChoice> {
+    let per_output = rubric_votes(rows, judges);
     let mut out = Vec::new();
-    for mask in 1u32..(1 << judges.len().min(16)) {
-        let members: Vec<&String> = judges
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| mask & (1 << i) != 0)
-            .map(|(_, j)| j)
-            .collect();
+    for mask in 1u32..(1 << judges.len().min(8)) {
+        let members: Vec<usize> = (0..judges.len()).filter(|i| mask & (1 << i) != 0).collect();
         for quorum in 1..=members.len() {
             let pairs: Vec<(Verdict, Option<Verdict>)> = obs
                 .iter()
                 .map(|o| {
-                    let votes: Vec<Option<Verdict>> =
-                        members.iter().map(|j| o.votes.get(*j).copied().flatten()).collect();
+                    let votes: Vec<Option<Verdict>> = members
+                        .iter()
+                        .map(|&j| o.votes.get(&judges[j]).copied().flatten())
+                        .collect();
                     (o.gold, crate::panel::decide(&votes, quorum))
                 })
                 .collect();
             let c = Confusion::of(&pairs);
-            let cost: Option<f64> = members.iter().map(|j| costs.get(*j).copied().flatten()).sum();
-            out.push(PanelChoice {
-                judges: members.iter().map(|j| j.to_string()).collect(),
+            let decided: u64 = per_output
+                .iter()
+                .flatten()
+                .filter(|v| {
+                    let votes: Vec<Option<Verdict>> = members.iter().map(|&j| v[j]).collect();
+                    crate::panel::decide(&votes, quorum).is_some()
+                })
+                .count() as u64;
+            let per_1000 =
+                |usd: Option<f64>| usd.filter(|_| decided > 0).map(|u| u / decided as f64 * 1000.0);
+            let base = PanelChoice {
+                judges: members.iter().map(|&j| judges[j].clone()).collect(),
                 quorum,
                 kappa: c.kappa(),
                 accuracy: c.accuracy(),
                 coverage: 1.0 - c.abstention_rate().unwrap_or(1.0),
-                cost_per_1000: cost,
+                kappa_strict: strict_kappa(&pairs),
+                mode: VoteMode::All,
+                cost_per_1000: per_1000(
+                    members.iter().map(|&j| costs.get(&judges[j]).and_then(|c| c.total)).sum(),
+                ),
                 flagged: 0,
-            });
+            };
+            if members.len() > 1 {
+                for order in permutations(&members) {
+                    let mut usd = Some(0.0);
+                    for votes in &per_output {
+                        for (k, n) in decided_calls(votes, &order, quorum).into_iter().enumerate() {
+                            let per_call =
+                                costs.get(&judges[order[k]]).and_then(JudgeCost::per_call);
+                            usd = usd.zip(per_call).map(|(u, p)| u + p * n as f64);
+                        }
+                    }
+                    out.push(PanelChoice {
+                        judges: order.iter().map(|&j| judges[j].clone()).collect(),
+                        mode: VoteMode::Decided,
+                        cost_per_1000: per_1000(usd),
+                        ..base.clone()
+                    });
+                }
+            }
+            out.push(base);
         }
     }
     rank(&mut out, &[]);
+    out
+}
+
+/// Every order of `items`.
+fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for (i, &first) in items.iter().enumerate() {
+        let mut rest = items.to_vec();
+        rest.remove(i);
+        for mut tail in permutations(&rest) {
+            tail.insert(0, first);
+            out.push(tail);
+        }
+    }
     out
 }
 
@@ -447,15 +581,17 @@ fn rank(panels: &mut [PanelChoice], flagged: &[String]) {
     });
 }
 
-/// The cheapest panel whose κ is within `within` of the best and that
-/// decides as many items as the best does, preferring one no probe
-/// flagged a judge of.
-fn recommend(panels: &[PanelChoice], within: f64) -> Option<PanelChoice> {
-    let best = panels.first()?;
+/// Among the panels that decide at least `min_coverage` of the items, the
+/// cheapest whose κ is within `within` of the best of them, preferring one
+/// no probe flagged a judge of. `None` when no panel decides enough.
+fn recommend(panels: &[PanelChoice], within: f64, min_coverage: f64) -> Option<PanelChoice> {
+    let enough: Vec<&PanelChoice> =
+        panels.iter().filter(|p| p.coverage + 1e-12 >= min_coverage).collect();
+    let best = enough.first()?;
     let floor = best.kappa? - within;
-    panels
-        .iter()
-        .filter(|p| p.kappa.is_some_and(|k| k >= floor) && p.coverage >= best.coverage - 1e-12)
+    enough
+        .into_iter()
+        .filter(|p| p.kappa.is_some_and(|k| k >= floor))
         .min_by(|a, b| {
             a.flagged
                 .cmp(&b.flagged)
@@ -484,14 +620,23 @@ pub(crate) async fn run(
     let mut judges = BTreeMap::new();
     for name in &names {
         let mut f = figures(&obs, |o| o.votes.get(name).copied().flatten(), settings);
-        f.cost_per_1000 = costs.get(name).copied().flatten();
+        let decided = rows
+            .iter()
+            .flat_map(|r| r.rubrics.iter())
+            .filter(|x| x.votes.get(name).copied().flatten().is_some())
+            .count();
+        f.cost_per_1000 = costs
+            .get(name)
+            .and_then(|c| c.total)
+            .filter(|_| decided > 0)
+            .map(|usd| usd / decided as f64 * 1000.0);
         judges.insert(name.clone(), f);
     }
     let units: Vec<Vec<Option<Verdict>>> = obs
         .iter()
         .map(|o| names.iter().map(|n| o.votes.get(n).copied().flatten()).collect())
         .collect();
-    let panels = panel_choices(&obs, &names, &costs);
+    let panels = panel_choices(&obs, &rows, &names, &costs);
     let disagreements = obs
         .iter()
         .filter(|o| o.panel != Some(o.gold) || o.votes.values().any(|v| *v != Some(o.gold)))
@@ -520,9 +665,10 @@ pub(crate) async fn run(
         alpha: calibration::krippendorff_alpha(&units),
         checks,
         disagreements,
-        recommended: recommend(&panels, settings.within),
+        recommended: recommend(&panels, settings.within, settings.min_coverage),
         panels,
         within: settings.within,
+        min_coverage: settings.min_coverage,
         probes: BTreeMap::new(),
     };
     let context = probes::Context {
@@ -538,10 +684,12 @@ pub(crate) async fn run(
         let (name, report) = probes::run(*probe, &context).await?;
         calibration.probes.insert(name, report);
     }
+    probes::against_repeat(&mut calibration.probes);
     let flagged: Vec<String> =
         calibration.probes.values().flat_map(|p| p.flagged.iter().cloned()).collect();
     rank(&mut calibration.panels, &flagged);
-    calibration.recommended = recommend(&calibration.panels, settings.within);
+    calibration.recommended =
+        recommend(&calibration.panels, settings.within, settings.min_coverage);
     Ok(calibration)
 }
 
@@ -587,5 +735,5 @@ fn reference_scorer(scorer: &Scorer) -> Option<Scorer> {
         crate::pipeline::JudgeMode::Live,
     )
     .ok()
-    .map(|s| s.dispatching(scorer.dispatch()))
+    .map(|s| s.dispatching(scorer.dispatch()).voting(scorer.vote_mode()))
 }

@@ -59,8 +59,18 @@ pub struct ProbeReport {
     pub about: String,
     /// Per judge and for "panel".
     pub rates: BTreeMap<String, Rate>,
-    /// Judges whose rate is clearly above zero (its CI's lower bound is).
+    /// Judges whose rate is clearly above their repeat baseline (its CI's
+    /// lower bound is), or above zero without a repeat probe.
     pub flagged: Vec<String>,
+    /// Each judge's movement under the repeat probe: how much its
+    /// verdicts move with nothing changed, which this probe's movement is
+    /// judged against.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub baseline: BTreeMap<String, f64>,
+    /// The rates are information only, no expectation to flag against
+    /// (the null probe without labels for the unedited input).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub informational: bool,
     /// The items that moved.
     pub items: Vec<Moved>,
     /// The panel's reward per task, where the probe is about rewards.
@@ -302,29 +312,106 @@ async fn null(cx: &Context<'_>) -> Result<ProbeReport, CalibrateError> {
         docs.push((task.clone(), doc, "probe-null".to_string()));
     }
     let rows = judge_docs(cx, docs).await;
-    let mut t = Tally::default();
+    // Against the labels of the unedited input where the set gives them;
+    // elsewhere the share of PASS verdicts, as information: a rubric like
+    // "Preserves clause 8" is rightly PASS on an unedited input.
+    let (mut labelled, mut unlabelled) = (Tally::default(), Tally::default());
     let mut rewards = BTreeMap::new();
     for row in &rows {
         rewards.insert(row.task.clone(), row.reward);
+        let expected = cx.set.unedited.get(&row.task);
         for r in row.rubrics.iter().filter(|r| r.kind == RubricKind::Llm) {
             let mut verdicts: Vec<(String, Option<Verdict>)> =
                 r.votes.iter().map(|(j, v)| (j.clone(), *v)).collect();
             verdicts.push(("panel".into(), r.verdict));
+            let label = expected.and_then(|e| e.get(&r.id)).copied();
             for (rater, v) in verdicts {
-                if let Some(v) = v {
-                    let passed = v == Verdict::Pass;
-                    t.add((&row.task, "null", &r.id), &rater, Some(Verdict::Fail), Some(v), passed);
+                let Some(v) = v else { continue };
+                match label {
+                    Some(want) => labelled.add(
+                        (&row.task, "null", &r.id),
+                        &rater,
+                        Some(want),
+                        Some(v),
+                        v != want,
+                    ),
+                    None => unlabelled.add(
+                        (&row.task, "null", &r.id),
+                        &rater,
+                        None,
+                        Some(v),
+                        v == Verdict::Pass,
+                    ),
                 }
             }
         }
     }
-    let mut report = t.report(
-        "The task's input returned unedited, with one comment by the author so the gate passes. No rubric is met (no positive edit was made, no penalised edit either): the rate is the share of decided verdicts that said PASS, and the panel's reward should be 0.",
-        cx.settings,
-    );
+    let unlabelled_items = unlabelled.items.len();
+    let mut report = if labelled.by_rater.is_empty() {
+        let mut r = unlabelled.report(
+            "The task's input returned unedited, with one comment by the author so the gate passes. The calibration set labels no unedited input (an output named \"unedited\" in verdicts/<task>.json), so the rate is the share of decided verdicts that said PASS: information, not a flag (a rubric like \"Preserves …\" is rightly PASS here).",
+            cx.settings,
+        );
+        r.flagged.clear();
+        r.informational = true;
+        r
+    } else {
+        let mut r = labelled.report(
+            "The task's input returned unedited, with one comment by the author so the gate passes, judged against the calibration set's labels for it (the output named \"unedited\"): the rate is the share of decided verdicts that differ from the label.",
+            cx.settings,
+        );
+        if unlabelled_items > 0 {
+            r.notes.push(format!(
+                "{unlabelled_items} PASS verdicts on rubrics without a label for the unedited input are left out"
+            ));
+        }
+        r
+    };
     report.rewards = rewards;
-    report.notes = notes;
+    report.notes.extend(notes);
     Ok(report)
+}
+
+/// Judges each probe's movement against the judge's own under the repeat
+/// probe: a judge whose verdicts move by themselves (sampling) moves
+/// under every probe too, and is flagged only where a probe moves it
+/// clearly more (the probe rate's 95% CI above the repeat rate).
+pub(super) fn against_repeat(reports: &mut BTreeMap<String, ProbeReport>) {
+    let base: Option<BTreeMap<String, f64>> =
+        reports.iter().find(|(name, _)| name.starts_with("repeat")).map(|(_, r)| {
+            r.rates
+                .iter()
+                .map(|(rater, rate)| (rater.clone(), rate.rate.map_or(0.0, |e| e.value)))
+                .collect()
+        });
+    for (name, report) in reports.iter_mut() {
+        let compared = ["order", "injection", "null"].contains(&name.as_str());
+        if !compared || report.informational {
+            continue;
+        }
+        let Some(base) = &base else {
+            report.notes.push(
+                "no repeat probe was run: movement is judged against none (run --probe repeat for each judge's own baseline)"
+                    .into(),
+            );
+            continue;
+        };
+        report.flagged = report
+            .rates
+            .iter()
+            .filter(|(rater, rate)| {
+                let b = base.get(*rater).copied().unwrap_or(0.0);
+                rater.as_str() != "panel"
+                    && match rate.rate {
+                        Some(Estimate { ci95: Some([lo, _]), .. }) => lo > b,
+                        Some(e) => e.value > b + 0.05,
+                        None => false,
+                    }
+            })
+            .map(|(rater, _)| rater.clone())
+            .collect();
+        report.baseline = base.clone();
+    }
 }
 
 fn gold(cx: &Context<'_>) -> ProbeReport {

@@ -42,12 +42,13 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 fn rater_row(out: &mut String, name: &str, f: &RaterFigures) {
     let _ = writeln!(
         out,
-        "| {name} | {} | {} | {} | {} | {} | {} |",
+        "| {name} | {} | {} | {} | {} | {} | {} | {} |",
         f.items,
         est(&f.accuracy),
         est(&f.kappa),
+        opt(f.kappa_strict, 3),
         est(&f.macro_f1),
-        opt(f.abstention_rate.map(|r| r * 100.0), 1),
+        opt(f.abstention_rate.map(|r| (1.0 - r) * 100.0), 1),
         opt(f.cost_per_1000, 3)
     );
 }
@@ -55,7 +56,7 @@ fn rater_row(out: &mut String, name: &str, f: &RaterFigures) {
 /// The judges' and the panel's agreement with gold, as a table.
 pub(crate) fn agreement_table(c: &Calibration) -> String {
     let mut out = String::from(
-        "| rater | items | accuracy [95% CI] | Cohen's κ [95% CI] | macro-F1 [95% CI] | abstained % | USD / 1,000 verdicts |\n|---|---|---|---|---|---|---|\n",
+        "| rater | items | accuracy [95% CI] | Cohen's κ [95% CI] (decided items) | κ, abstentions as errors | macro-F1 [95% CI] | decided % | USD / 1,000 decided verdicts |\n|---|---|---|---|---|---|---|---|\n",
     );
     for (name, f) in &c.judges {
         rater_row(&mut out, name, f);
@@ -188,30 +189,55 @@ fn confusions(out: &mut String, c: &Calibration) {
 }
 
 fn panels(out: &mut String, c: &Calibration) {
-    out.push_str("\n## Panels (every subset of judges × quorum, best κ first; among equals, fewer flagged judges first)\n\n| judges | quorum | κ | accuracy | decided % | flagged judges | USD / 1,000 verdicts |\n|---|---|---|---|---|---|---|\n");
-    for p in c.panels.iter().take(20) {
+    out.push_str("\n## Panels (every subset of judges × quorum, asking all or in order until decided; best κ first; among equals, fewer flagged judges first)\n\n| judges | mode | quorum | κ (decided items) | κ, undecided as errors | accuracy | decided % | flagged judges | USD / 1,000 decided verdicts |\n|---|---|---|---|---|---|---|---|---|\n");
+    for p in c.panels.iter().take(30) {
+        let mode = match p.mode {
+            crate::judge::config::VoteMode::All => "all",
+            crate::judge::config::VoteMode::Decided => "decided, in this order",
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.1} | {} | {} |",
+            "| {} | {mode} | {} | {} | {} | {} | {:.1} | {} | {} |",
             p.judges.join(", "),
             p.quorum,
             opt(p.kappa, 3),
+            opt(p.kappa_strict, 3),
             opt(p.accuracy, 3),
             p.coverage * 100.0,
             p.flagged,
             opt(p.cost_per_1000, 3)
         );
     }
-    if let Some(r) = &c.recommended {
-        let _ = writeln!(
-            out,
-            "\n**Recommended** (cheapest within {} κ of the best, deciding as many items): {} with quorum {} — κ {}, USD {} per 1,000 verdicts.",
-            c.within,
-            r.judges.join(", "),
-            r.quorum,
-            opt(r.kappa, 3),
-            opt(r.cost_per_1000, 3)
-        );
+    let _ = writeln!(
+        out,
+        "\nCosts count every billed attempt (retries and failed attempts included) and divide by the verdicts decided; a \"decided\" panel's are the calls it would make on these outputs given the judges' answers, at each judge's measured cost per call."
+    );
+    match &c.recommended {
+        Some(r) => {
+            let _ = writeln!(
+                out,
+                "\n**Recommended** (among panels deciding at least {:.0}% of the items, the cheapest within {} κ of the best): {} with quorum {}{} — κ {}, decides {:.1}%, USD {} per 1,000 verdicts.",
+                c.min_coverage * 100.0,
+                c.within,
+                r.judges.join(", "),
+                r.quorum,
+                if r.mode == crate::judge::config::VoteMode::Decided {
+                    ", mode \"decided\" in this order"
+                } else {
+                    ""
+                },
+                opt(r.kappa, 3),
+                r.coverage * 100.0,
+                opt(r.cost_per_1000, 3)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "\n**No panel recommended:** none decides at least {:.0}% of the labelled items (--min-coverage).",
+                c.min_coverage * 100.0
+            );
+        }
     }
 }
 
@@ -219,10 +245,17 @@ fn probes(out: &mut String, c: &Calibration) {
     for (name, p) in &c.probes {
         let _ = writeln!(out, "\n## Probe: {name}\n\n{}\n", p.about);
         if !p.rates.is_empty() {
-            out.push_str("| rater | compared | moved | rate [95% CI] |\n|---|---|---|---|\n");
+            out.push_str("| rater | compared | moved | rate [95% CI] | its repeat movement |\n|---|---|---|---|---|\n");
             for (rater, r) in &p.rates {
-                let _ =
-                    writeln!(out, "| {rater} | {} | {} | {} |", r.compared, r.moved, est(&r.rate));
+                let base =
+                    p.baseline.get(rater).map(|b| format!("{b:.3}")).unwrap_or_else(|| "—".into());
+                let _ = writeln!(
+                    out,
+                    "| {rater} | {} | {} | {} | {base} |",
+                    r.compared,
+                    r.moved,
+                    est(&r.rate)
+                );
             }
         }
         if !p.flagged.is_empty() {

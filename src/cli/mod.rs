@@ -173,6 +173,9 @@ pub struct CalibrateArgs {
     /// Recommend the cheapest panel within this much κ of the best.
     #[arg(long, default_value_t = 0.02)]
     within: f64,
+    /// Recommend only panels that decide at least this share of the labelled items (0 to 1).
+    #[arg(long, default_value_t = 0.95, value_parser = share)]
+    min_coverage: f64,
     /// Bootstrap seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -387,6 +390,7 @@ fn calibrate(a: CalibrateArgs) -> anyhow::Result<ExitCode> {
         dispatch: if a.batch { Dispatch::Batch(BatchFallback::Live) } else { Dispatch::Live },
         probes: a.probes,
         within: a.within,
+        min_coverage: a.min_coverage,
         bootstrap: Bootstrap { seed: a.seed, resamples: a.resamples as usize },
     })?;
     if !a.quiet {
@@ -533,6 +537,14 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = term => {},
+    }
+}
+
+/// A share, 0 to 1 (`--min-coverage`).
+fn share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a share between 0 and 1")),
     }
 }
 

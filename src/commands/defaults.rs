@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::aggregate::Prices;
 use crate::commands::CommandError;
-use crate::judge::config::PanelConfig;
+use crate::judge::config::{JudgeOrder, PanelConfig, VoteMode};
 
 const BUILTIN_PANEL: &str = include_str!("../../panel.toml");
 const BUILTIN_PRICES: &str = include_str!("../../prices.toml");
@@ -85,6 +85,10 @@ pub(crate) fn resolve(
             "built-in price table".to_string(),
         ),
     };
+    let mut panel = panel;
+    if panel.mode == VoteMode::Decided && panel.order == JudgeOrder::Cheapest {
+        cheapest_first(&mut panel, &prices);
+    }
     let cache = match cache {
         Some(c) => c.to_path_buf(),
         None => match out.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -93,6 +97,17 @@ pub(crate) fn resolve(
         },
     };
     Ok(Found { panel, panel_from, prices, prices_from, cache })
+}
+
+/// Orders the judges for `[vote] order = "cheapest"`: by what a typical
+/// call (5,000 prompt tokens, 300 output tokens) costs at the price table's
+/// rates, a judge without a price last; ties keep the panel's order.
+fn cheapest_first(panel: &mut PanelConfig, prices: &Prices) {
+    let typical = |model: &str| {
+        let billed = crate::aggregate::Billed { input: 5_000, output: 300, ..Default::default() };
+        prices.cost(model, billed).unwrap_or(f64::INFINITY)
+    };
+    panel.judges.sort_by(|a, b| typical(&a.model).total_cmp(&typical(&b.model)));
 }
 
 fn describe(path: &Path, why: &str) -> String {

@@ -163,6 +163,8 @@ pub struct CalibrateRequest {
     pub probes: Vec<Probe>,
     /// Recommend the cheapest panel within this much κ of the best.
     pub within: f64,
+    /// Recommend only panels deciding at least this share of the items.
+    pub min_coverage: f64,
     /// The bootstrap over tasks.
     pub bootstrap: Bootstrap,
 }
@@ -199,6 +201,7 @@ impl PlannedCalibration {
         let settings = CalibrateSettings {
             probes: request.probes,
             within: request.within,
+            min_coverage: request.min_coverage,
             prices: found.prices.clone(),
             resamples: request.bootstrap.resamples,
             seed: request.bootstrap.seed,
@@ -249,12 +252,21 @@ impl CalibrationDone {
             );
         }
         let mut text = calibrate::report::agreement_table(c);
-        if let Some(r) = &c.recommended {
-            text.push_str(&format!(
-                "recommended panel: {} (quorum {})\n",
+        match &c.recommended {
+            Some(r) => text.push_str(&format!(
+                "recommended panel: {} (quorum {}{})\n",
                 r.judges.join(", "),
-                r.quorum
-            ));
+                r.quorum,
+                if r.mode == crate::judge::config::VoteMode::Decided {
+                    ", vote mode \"decided\" in this order"
+                } else {
+                    ""
+                }
+            )),
+            None => text.push_str(&format!(
+                "no panel recommended: none decides {:.0}% of the labelled items (--min-coverage)\n",
+                c.min_coverage * 100.0
+            )),
         }
         text.push_str(&format!("calibration in {}\n", self.out.display()));
         text

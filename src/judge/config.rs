@@ -97,6 +97,34 @@ struct PanelFile {
 #[serde(deny_unknown_fields)]
 struct VoteFile {
     quorum: Option<Spanned<i64>>,
+    #[serde(default)]
+    mode: VoteMode,
+    #[serde(default)]
+    order: JudgeOrder,
+}
+
+/// How a panel asks its judges (`[vote] mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VoteMode {
+    /// Every judge is asked about every rubric (the reference's way).
+    #[default]
+    All,
+    /// Judges are asked in order, and a rubric stops being asked about
+    /// once no vote still to come can change its verdict (or take it
+    /// below the quorum): the same verdicts, fewer calls.
+    Decided,
+}
+
+/// The order `decided` mode asks judges in (`[vote] order`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JudgeOrder {
+    /// The panel file's order.
+    #[default]
+    Panel,
+    /// Cheapest first, by the price table (a judge without a price last).
+    Cheapest,
 }
 
 /// `rpm` / `tpm` as written: a number, or "auto".
@@ -287,6 +315,12 @@ pub struct PanelConfig {
     pub judges: Vec<JudgeConfig>,
     /// Valid votes a rubric needs for a verdict.
     pub quorum: usize,
+    /// How the judges are asked.
+    #[serde(default)]
+    pub mode: VoteMode,
+    /// The order `decided` mode asks them in.
+    #[serde(default)]
+    pub order: JudgeOrder,
 }
 
 /// Why a panel file cannot be used. The variants' fields are the parts of
@@ -445,7 +479,7 @@ impl PanelConfig {
             }
             None => 2.min(judges.len()),
         };
-        Ok(PanelConfig { judges, quorum })
+        Ok(PanelConfig { judges, quorum, mode: file.vote.mode, order: file.vote.order })
     }
 }
 

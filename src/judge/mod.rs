@@ -86,6 +86,8 @@ counters! {
     "Output tokens billed at the batch rate." batch_output_tokens,
     "Of the batch prompt tokens, those read from the prompt cache." batch_cached_tokens,
     "Calls answered at once as failed: the same call failed moments before and waits out its backoff." failures_remembered,
+    "Calls not made: vote mode \"decided\" had settled every rubric they would have asked about." decided_skips,
+    "Estimated prompt tokens not sent in \"decided\" mode: the calls not made, and the rubrics left out of narrowed prompts." decided_skipped_tokens,
 }
 
 impl Counters {

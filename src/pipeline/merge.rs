@@ -186,6 +186,7 @@ fn joined_summary(parts: &[Part], first: &Part, rows: &[TaskResult], prices: &Pr
         j.cached_share =
             (c.input_tokens > 0).then(|| c.cached_tokens as f64 / c.input_tokens as f64);
         j.cost = prices.cost(&j.model, Billed::of(&c));
+        j.saved_usd = crate::aggregate::saved_by_deciding(prices, &j.model, &c);
     }
     summary
 }

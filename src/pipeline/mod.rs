@@ -30,7 +30,7 @@ pub(crate) use prepare::skeleton;
 
 use crate::cache::{Cache, CacheError};
 use crate::judge::batch::{self, Unanswered};
-use crate::judge::config::PanelConfig;
+use crate::judge::config::{PanelConfig, VoteMode};
 use crate::judge::{Judge, JudgeError};
 use crate::prompt::{Prompt, Templates};
 use crate::report::Estimate;
@@ -126,6 +126,7 @@ pub struct Scorer {
     cache: Arc<Cache>,
     dry_run: Option<DryRunCause>,
     dispatch: Dispatch,
+    voting: VoteMode,
     estimates: Mutex<estimate::Estimates>,
 }
 
@@ -144,7 +145,18 @@ impl Scorer {
             .collect::<Result<_, _>>()?;
         let scorer =
             Scorer::with_judges(judges, config.panel.quorum, config.templates, cache, config.mode)?;
-        Ok(scorer.dispatching(config.dispatch))
+        Ok(scorer.dispatching(config.dispatch).voting(config.panel.mode))
+    }
+
+    /// The same scorer, asking its judges as `mode` says.
+    pub fn voting(mut self, mode: VoteMode) -> Scorer {
+        self.voting = mode;
+        self
+    }
+
+    /// How the judges are asked.
+    pub fn vote_mode(&self) -> VoteMode {
+        self.voting
     }
 
     /// The same scorer, sending calls not in the cache as `dispatch` says.
@@ -188,6 +200,7 @@ impl Scorer {
             cache,
             dry_run,
             dispatch: Dispatch::Live,
+            voting: VoteMode::All,
             estimates: Mutex::new(estimate::Estimates::default()),
         })
     }
@@ -326,7 +339,13 @@ impl Scorer {
             return Vec::new();
         }
         self.store_prompts(items).await;
-        judging::submit(items, &self.judges, &self.cache).await
+        // In "decided" mode only the first wave's calls are known before
+        // any answer: the later judges' narrowed calls go live.
+        let batched = match self.voting {
+            VoteMode::All => self.judges.len(),
+            VoteMode::Decided => crate::panel::first_wave(self.judges.len(), self.quorum),
+        };
+        judging::submit(items, &self.judges[..batched], &self.cache).await
     }
 
     /// Waits for submitted batches; per judge (in panel order), the calls
@@ -353,7 +372,8 @@ impl Scorer {
         if self.dry_run.is_some() {
             return self.estimate(items);
         }
-        judging::judge(items, &self.judges, self.quorum, &self.cache, progress, skipped).await
+        let panel = judging::Panel { judges: &self.judges, quorum: self.quorum, mode: self.voting };
+        judging::judge(items, &panel, &self.cache, progress, skipped).await
     }
 
     /// Judges a stored prompt for an existing row (`rejudge`).

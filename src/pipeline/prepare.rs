@@ -68,6 +68,7 @@ pub(crate) fn skeleton(task: &Task, trial: &str, gate: GateResult) -> TaskResult
                 votes: BTreeMap::new(),
                 justifications: BTreeMap::new(),
                 abstentions: BTreeMap::new(),
+                not_asked: BTreeMap::new(),
             })
             .collect(),
     }

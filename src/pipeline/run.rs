@@ -582,6 +582,7 @@ pub(crate) fn summarize(
             cost: prices.cost(&j.config.model, Billed::of(&c)),
             estimate,
             observed_limits: (c.requests > 0).then(|| j.observed_limits()),
+            saved_usd: crate::aggregate::saved_by_deciding(prices, &j.config.model, &c),
         };
         summary.judges.insert(j.config.name.clone(), s);
     }

@@ -205,6 +205,20 @@ fn judges(out: &mut String, s: &Summary) {
         );
     }
     for (name, j) in &s.judges {
+        let k = &j.counters;
+        if k.decided_skips > 0 || k.decided_skipped_tokens > 0 {
+            let _ = writeln!(
+                out,
+                "\n{name}: vote mode \"decided\" left out {} (their verdicts were settled before its turn) and ~{} prompt tokens in all; saved {}",
+                plural(k.decided_skips as usize, "call", "calls"),
+                k.decided_skipped_tokens,
+                j.saved_usd
+                    .map(|x| format!("~${x:.2}"))
+                    .unwrap_or_else(|| "an unknown amount (no price)".into())
+            );
+        }
+    }
+    for (name, j) in &s.judges {
         if let Some(why) = &j.stopped {
             let _ = writeln!(out, "\n**{name} was stopped during the run:** {why}");
         }

@@ -59,6 +59,10 @@ pub struct JudgeSummary {
     /// at (when it sent any request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_limits: Option<crate::judge::limiter::ObservedLimits>,
+    /// What the calls vote mode "decided" did not make would have cost
+    /// (USD, estimated: see `decided_skips`, `decided_skipped_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_usd: Option<f64>,
 }
 
 /// Figures over each task's best trial.

@@ -38,6 +38,17 @@ pub fn gold_verdicts() -> BTreeMap<String, BTreeMap<String, BTreeMap<String, Str
 /// A mock judge that answers as the attorney did for `kind` outputs: it
 /// finds the task in the view's title and looks its verdicts up.
 pub fn stand_in(provider: &'static str, kind: &'static str) -> Handler {
+    stand_in_flipping(provider, kind, |_, _| false)
+}
+
+/// A stand-in judge that gives the opposite of the attorney's verdict on
+/// the (task, rubric) pairs `flip` picks: planted disagreement, the same
+/// on every call whatever else the prompt asks.
+pub fn stand_in_flipping(
+    provider: &'static str,
+    kind: &'static str,
+    flip: fn(&str, &str) -> bool,
+) -> Handler {
     let verdicts = Arc::new(gold_verdicts());
     Arc::new(move |req: &Recorded, _| {
         let body = req.body.replace("\\n", "\n");
@@ -58,7 +69,8 @@ pub fn stand_in(provider: &'static str, kind: &'static str) -> Handler {
         let table = verdicts.get(&task).and_then(|k| k.get(kind)).cloned().unwrap_or_default();
         let ids = req.rubric_ids();
         let text = verdicts_json(&ids, &|id| {
-            if table.get(id).map(String::as_str) == Some("PASS") { "PASS" } else { "FAIL" }
+            let pass = table.get(id).map(String::as_str) == Some("PASS");
+            if pass != flip(&task, id) { "PASS" } else { "FAIL" }
         });
         ok(success_body(provider, &text))
     })

@@ -8,9 +8,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod decided;
+
 use super::prepare::Prepared;
 use crate::cache::Cache;
 use crate::judge::batch::{self, BatchProgress, BatchReport, Leftover, Unanswered};
+use crate::judge::config::VoteMode;
 use crate::judge::verdicts::JudgeVote;
 use crate::judge::{CallResult, Judge};
 use crate::panel;
@@ -132,11 +135,35 @@ impl Progress for Silent {
     fn finished(&self, _: bool) {}
 }
 
-/// Calls every judge on every prompt of `items`, then votes and settles
-/// each row. Identical calls share one request (the judge de-duplicates).
-/// A call in `skipped` (per judge, in panel order) is not made: its judge
-/// abstains with the reason.
+/// The panel's judges and how they vote.
+pub(super) struct Panel<'a> {
+    pub judges: &'a [Arc<Judge>],
+    pub quorum: usize,
+    pub mode: VoteMode,
+}
+
+/// Asks the panel about every prompt of `items` (every judge, or in
+/// `decided` mode only those whose votes can still change a verdict),
+/// then votes and settles each row. Identical calls share one request (the
+/// judge de-duplicates). A call in `skipped` (per judge, in panel order)
+/// is not made: its judge abstains with the reason.
 pub(super) async fn judge(
+    items: Vec<Prepared>,
+    panel: &Panel<'_>,
+    cache: &Arc<Cache>,
+    progress: &dyn Progress,
+    skipped: &[Unanswered],
+) -> Vec<TaskResult> {
+    match panel.mode {
+        VoteMode::All => {
+            judge_all(items, panel.judges, panel.quorum, cache, progress, skipped).await
+        }
+        VoteMode::Decided => decided::judge(items, panel, cache, progress, skipped).await,
+    }
+}
+
+/// Every judge on every prompt (`[vote] mode = "all"`).
+async fn judge_all(
     items: Vec<Prepared>,
     judges: &[Arc<Judge>],
     quorum: usize,
@@ -153,39 +180,13 @@ pub(super) async fn judge(
     let mut set = tokio::task::JoinSet::new();
     let mut results: BTreeMap<(usize, usize), Vec<CallResult>> = BTreeMap::new();
     for (ji, judge) in judges.iter().enumerate() {
-        let mut calls = Vec::new();
-        for (ii, prompt) in prompts.iter().enumerate() {
-            let Some(prompt) = prompt else { continue };
-            for repeat in 0..judge.config.repeats {
-                let digest = judge.call_key(prompt, repeat).digest();
-                if let Some(why) = skipped.get(ji).and_then(|s| s.get(&digest)) {
-                    results
-                        .entry((ii, ji))
-                        .or_default()
-                        .push(judge.unanswered(prompt, why.reason().to_string()));
-                    progress.finished(false);
-                    continue;
-                }
-                calls.push((ii, (prompt.clone(), repeat)));
-            }
-        }
-        let (owners, calls): (Vec<usize>, Vec<(Arc<Prompt>, u32)>) = calls.into_iter().unzip();
-        let hits = judge.cached_many(&calls, cache).await;
-        for ((ii, (prompt, repeat)), hit) in owners.into_iter().zip(calls).zip(hits) {
-            if let Some(result) = hit {
-                progress.finished(true);
-                results.entry((ii, ji)).or_default().push(result);
-                continue;
-            }
-            let (judge, cache) = (judge.clone(), cache.clone());
-            set.spawn(async move { (ii, ji, judge.call(&prompt, repeat, &cache).await) });
+        let wave: Vec<(usize, Arc<Prompt>)> =
+            prompts.iter().enumerate().filter_map(|(ii, p)| Some((ii, p.clone()?))).collect();
+        for (ii, result) in start(ji, judge, wave, cache, progress, skipped, &mut set).await {
+            results.entry((ii, ji)).or_default().push(result);
         }
     }
-    while let Some(joined) = set.join_next().await {
-        // A call's task only ends by returning: judge calls never panic on
-        // what a server sends. Should one, its votes stay abstentions.
-        let Ok((ii, ji, result)) = joined else { continue };
-        progress.finished(result.from_cache);
+    for (ii, ji, result) in finish(set, progress).await {
         results.entry((ii, ji)).or_default().push(result);
     }
     items
@@ -202,6 +203,76 @@ pub(super) async fn judge(
             row
         })
         .collect()
+}
+
+/// A judge call's task: its item, its judge and what it answered.
+type Asked = tokio::task::JoinSet<(usize, usize, CallResult)>;
+
+/// Starts judge `ji`'s calls on each (item, prompt) of `wave` (every
+/// repeat): those a batch left to abstain and those in the cache are
+/// answered at once (returned), the others are spawned into `set`.
+async fn start(
+    ji: usize,
+    judge: &Arc<Judge>,
+    wave: Vec<(usize, Arc<Prompt>)>,
+    cache: &Arc<Cache>,
+    progress: &dyn Progress,
+    skipped: &[Unanswered],
+    set: &mut Asked,
+) -> Vec<(usize, CallResult)> {
+    let mut now = Vec::new();
+    let mut calls = Vec::new();
+    for (ii, prompt) in wave {
+        for repeat in 0..judge.config.repeats {
+            let digest = judge.call_key(&prompt, repeat).digest();
+            if let Some(why) = skipped.get(ji).and_then(|s| s.get(&digest)) {
+                now.push((ii, judge.unanswered(&prompt, why.reason().to_string())));
+                progress.finished(false);
+                continue;
+            }
+            calls.push((ii, (prompt.clone(), repeat)));
+        }
+    }
+    let (owners, calls): (Vec<usize>, Vec<(Arc<Prompt>, u32)>) = calls.into_iter().unzip();
+    let hits = judge.cached_many(&calls, cache).await;
+    for ((ii, (prompt, repeat)), hit) in owners.into_iter().zip(calls).zip(hits) {
+        if let Some(result) = hit {
+            progress.finished(true);
+            now.push((ii, result));
+            continue;
+        }
+        let (judge, cache) = (judge.clone(), cache.clone());
+        set.spawn(async move { (ii, ji, judge.call(&prompt, repeat, &cache).await) });
+    }
+    now
+}
+
+/// Waits for every spawned call.
+async fn finish(mut set: Asked, progress: &dyn Progress) -> Vec<(usize, usize, CallResult)> {
+    let mut out = Vec::new();
+    while let Some(joined) = set.join_next().await {
+        // A call's task only ends by returning: judge calls never panic on
+        // what a server sends. Should one, its votes stay abstentions.
+        let Ok((ii, ji, result)) = joined else { continue };
+        progress.finished(result.from_cache);
+        out.push((ii, ji, result));
+    }
+    out
+}
+
+/// One judge's calls on `wave`, all answered: (item, answer) for each.
+pub(super) async fn ask(
+    ji: usize,
+    judge: &Arc<Judge>,
+    wave: Vec<(usize, Arc<Prompt>)>,
+    cache: &Arc<Cache>,
+    progress: &dyn Progress,
+    skipped: &[Unanswered],
+) -> Vec<(usize, CallResult)> {
+    let mut set = Asked::new();
+    let mut out = start(ji, judge, wave, cache, progress, skipped, &mut set).await;
+    out.extend(finish(set, progress).await.into_iter().map(|(ii, _, r)| (ii, r)));
+    out
 }
 
 /// Fills each judge rubric's votes and the panel's verdict.
@@ -231,7 +302,7 @@ fn vote<'a>(
 
 /// One judge's vote on one rubric from its repeats: the strict majority of
 /// its valid answers (ties FAIL, as for the panel), `None` if none.
-fn combine_repeats(
+pub(super) fn combine_repeats(
     calls: &[CallResult],
     rubric: &str,
 ) -> (Option<Verdict>, Option<String>, Option<String>) {
