@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{Panel, Progress, combine_repeats};
+use super::{Panel, Progress, combine_repeats, record_vote};
 use crate::cache::Cache;
 use crate::judge::CallResult;
 use crate::judge::batch::Unanswered;
@@ -139,15 +139,7 @@ fn vote(
             }
             voters += 1;
             let own = calls.get(&(ii, ji)).map(Vec::as_slice).unwrap_or(&[]);
-            let (vote, justification, abstention) = combine_repeats(own, &rubric.id);
-            rubric.votes.insert(name.clone(), vote);
-            if let Some(j) = justification {
-                rubric.justifications.insert(name.clone(), j);
-            }
-            if let Some(a) = abstention {
-                rubric.abstentions.insert(name.clone(), a);
-            }
-            votes.push(vote);
+            votes.push(record_vote(rubric, name, own));
         }
         rubric.verdict = panel::decide(&votes, panel.quorum);
     }

@@ -285,19 +285,28 @@ fn vote<'a>(
     for rubric in row.rubrics.iter_mut().filter(|r| r.kind == RubricKind::Llm) {
         let mut votes = Vec::with_capacity(judges.len());
         for (ji, judge) in judges.iter().enumerate() {
-            let name = &judge.config.name;
-            let (vote, justification, abstention) = combine_repeats(calls_of(ji), &rubric.id);
-            rubric.votes.insert(name.clone(), vote);
-            if let Some(j) = justification {
-                rubric.justifications.insert(name.clone(), j);
-            }
-            if let Some(a) = abstention {
-                rubric.abstentions.insert(name.clone(), a);
-            }
-            votes.push(vote);
+            votes.push(record_vote(rubric, &judge.config.name, calls_of(ji)));
         }
         rubric.verdict = panel::decide(&votes, quorum);
     }
+}
+
+/// One judge's vote on a rubric from its calls, written into the rubric
+/// with its justification or why it abstained.
+pub(super) fn record_vote(
+    rubric: &mut crate::score::RubricResult,
+    name: &str,
+    calls: &[CallResult],
+) -> Option<Verdict> {
+    let (vote, justification, abstention) = combine_repeats(calls, &rubric.id);
+    rubric.votes.insert(name.to_string(), vote);
+    if let Some(j) = justification {
+        rubric.justifications.insert(name.to_string(), j);
+    }
+    if let Some(a) = abstention {
+        rubric.abstentions.insert(name.to_string(), a);
+    }
+    vote
 }
 
 /// One judge's vote on one rubric from its repeats: the strict majority of
