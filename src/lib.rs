@@ -57,9 +57,9 @@ mod task;
 mod verdict;
 mod view;
 
-/// The readers: a .docx into its model, an .xlsx into its workbook, and
-/// the calendar arithmetic both use.
-pub use redjury_readers::{calendar, docx, xlsx};
+/// The readers: a .docx into its model, an .xlsx into its workbook, a PDF
+/// into its pages, outline and annotations, and the calendar arithmetic.
+pub use redjury_readers::{calendar, docx, pdf, xlsx};
 
 // Tasks and the outputs that answer them.
 pub use pipeline::load_tasks;
@@ -70,15 +70,16 @@ pub use task::{
 
 // The gate, the deterministic checks and the views judges read.
 pub use check::gate::{
-    GateResult, check as gate, check_against as gate_against, check_workbook as gate_workbook,
+    GateResult, check as gate, check_against as gate_against, check_pdf as gate_pdf,
+    check_workbook as gate_workbook,
 };
 pub use check::{
-    Outcome as CheckOutcome, evaluate as evaluate_check,
+    Outcome as CheckOutcome, evaluate as evaluate_check, evaluate_pdf as evaluate_pdf_checks,
     evaluate_workbook as evaluate_workbook_checks,
 };
 pub use view::{
     ViewKind, render as render_view, render_against as render_view_against,
-    render_workbook as render_workbook_view,
+    render_pdf as render_pdf_view, render_workbook as render_workbook_view,
 };
 
 // Judges, their prompts and the store of their answers.

@@ -342,18 +342,26 @@ fn example_checks_agree_with_the_gold_verdicts() {
         ] {
             let docx = root().join(dir).join(format!("{}.docx", task.name));
             let xlsx = docx.with_extension("xlsx");
+            let pdf_path = docx.with_extension("pdf");
             let book = xlsx.exists().then(|| redjury::xlsx::load(&xlsx).expect("workbook loads"));
-            let doc = book.is_none().then(|| load(&docx));
+            let pdf = pdf_path.exists().then(|| {
+                let bytes = std::fs::read(&pdf_path).unwrap();
+                redjury::pdf::from_bytes(&bytes, Default::default()).expect("PDF loads")
+            });
+            let doc = (book.is_none() && pdf.is_none()).then(|| load(&docx));
             for rubric in &task.rubrics {
                 let Some(check) = &rubric.check else { continue };
-                let (v, why) = match (&doc, &book) {
-                    (Some(doc), _) => {
+                let (v, why) = match (&doc, &book, &pdf) {
+                    (Some(doc), ..) => {
                         redjury::evaluate_check(check, doc, task.input_doc.as_deref(), &task.author)
                     }
-                    (None, Some(book)) => {
+                    (None, Some(book), _) => {
                         redjury::evaluate_workbook_checks(&[check], book).pop().unwrap()
                     }
-                    (None, None) => unreachable!(),
+                    (None, None, Some(pdf)) => {
+                        redjury::evaluate_pdf_checks(&[check], pdf).pop().unwrap()
+                    }
+                    (None, None, None) => unreachable!(),
                 };
                 let want = verdicts["outputs"][kind][&rubric.id]["verdict"].as_str().unwrap_or("?");
                 assert_eq!(v.as_str(), want, "{} {kind} {}: {why}", task.name, rubric.id);

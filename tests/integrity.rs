@@ -55,11 +55,65 @@ async fn an_output_of_the_other_kind_fails_the_gate_whatever_its_name() {
         "the task expects an .xlsx workbook as its output, and this file is a Word document"
     );
     let row = scorer.score(term_sheet, OutputSource::Bytes(b"%PDF-1.7".to_vec()), "1").await;
+    assert_eq!(
+        row.gate.reason,
+        "the task expects an .xlsx workbook as its output, and this file is a PDF"
+    );
+    let row = scorer
+        .score(example_task("redline-s1-t1-g01a"), OutputSource::Bytes(b"%PDF-1.7".to_vec()), "1")
+        .await;
+    assert_eq!(
+        row.gate.reason,
+        "the task expects a .docx redline as its output, and this file is a PDF"
+    );
+    // A PDF task (an exhibit binder) given a Word document, a workbook, or
+    // text that only claims to be a PDF.
+    let tasks = redjury::load_tasks(&root().join("scenarios/s5-exhibits/rubrics")).unwrap();
+    let binder = Arc::new(tasks.into_iter().find(|t| t.name == "redline-s5-t2-g01a").unwrap());
+    let docx = std::fs::read(root().join("gold/redlines/redline-s1-t1-g01a.docx")).unwrap();
+    for (bytes, found) in [
+        (docx, "a Word document"),
+        (xlsx(&[("Sheet1", inline_row(1, &["Exhibit", "1"]))], &[]), "an .xlsx workbook"),
+        (b"Exhibit 1 ... see attached".to_vec(), "not one: it does not start with %PDF-"),
+    ] {
+        let row = scorer.score(binder.clone(), OutputSource::Bytes(bytes), "1").await;
+        assert_eq!(row.status, Status::GateFailed);
+        assert_eq!(
+            row.gate.reason,
+            format!("the task expects a PDF as its output, and this file is {found}")
+        );
+        assert_eq!(row.prompt_hash, None);
+    }
+    // A truncated PDF: the reader's reason, and every check unscored.
+    let row = scorer.score(binder, OutputSource::Bytes(b"%PDF-1.7\n1 0 obj".to_vec()), "1").await;
+    assert_eq!(row.status, Status::GateFailed);
     assert!(
-        row.gate.reason.starts_with("the task expects an .xlsx workbook as its output, and this file is not one (not an .xlsx: it does not start with a zip signature"),
+        row.gate.reason.starts_with("the PDF's structure cannot be read"),
         "{}",
         row.gate.reason
     );
+}
+
+/// An exhibit output that is the task's input returned as it came fails
+/// the gate, byte for byte or re-saved; the same pages stamped pass it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pdf_returned_as_it_came_fails_the_gate() {
+    let dir = temp_dir("integrity-pdf-unchanged");
+    let scorer = scorer(&dir);
+    let tasks = redjury::load_tasks(&root().join("scenarios/s5-exhibits/rubrics")).unwrap();
+    let stamp = Arc::new(tasks.into_iter().find(|t| t.name == "redline-s5-t1-g01a").unwrap());
+    let input = std::fs::read(root().join("scenarios/s5-exhibits/inputs/production.pdf")).unwrap();
+    let row = scorer.score(stamp.clone(), OutputSource::Bytes(input), "1").await;
+    assert_eq!(
+        row.gate.reason,
+        "the PDF is the task's input unchanged: no page, bookmark or annotation differs"
+    );
+    let gold =
+        std::fs::read(root().join("scenarios/s5-exhibits/outputs/gold/redline-s5-t1-g01a.pdf"))
+            .unwrap();
+    let row = scorer.score(stamp, OutputSource::Bytes(gold), "1").await;
+    assert!(row.gate.passed, "{}", row.gate.reason);
+    assert_eq!(row.gate.reason, "a PDF: 3 page(s), 0 bookmark(s), 0 annotation(s)");
 }
 
 /// A shared string of a megabyte shown by 20,000 cells, in a file under

@@ -25,6 +25,7 @@ mod integrity;
 mod judges;
 mod layouts;
 mod parity;
+mod pdf;
 mod score_e2e;
 mod scorer;
 mod serve;

@@ -77,6 +77,46 @@ pub fn check_workbook(
     }
 }
 
+/// Applies the gate to a PDF's load result: a PDF that loads with at
+/// least one page (the reader refuses none), whose bytes differ from the
+/// task's input and whose pages are not all the input's pages unchanged.
+pub fn check_pdf(
+    loaded: &Result<crate::pdf::Pdf, crate::pdf::PdfError>,
+    input: Option<(&crate::pdf::Pdf, &str)>,
+    sha: &str,
+) -> GateResult {
+    let pdf = match loaded {
+        Ok(p) => p,
+        Err(e) => return GateResult::failed(e.to_string()),
+    };
+    if let Some((source, source_sha)) = input {
+        let same_pages = pdf.pages.len() == source.pages.len()
+            && pdf.pages.iter().zip(&source.pages).all(|(a, b)| a.content_hash == b.content_hash);
+        let same_marks = pdf.bookmarks.len() == source.bookmarks.len()
+            && pdf
+                .pages
+                .iter()
+                .zip(&source.pages)
+                .all(|(a, b)| a.annotations.len() == b.annotations.len());
+        if sha == source_sha || (same_pages && same_marks) {
+            return GateResult::failed(
+                "the PDF is the task's input unchanged: no page, bookmark or annotation differs",
+            );
+        }
+    }
+    let annotations: usize = pdf.pages.iter().map(|p| p.annotations.len()).sum();
+    GateResult {
+        passed: true,
+        reason: format!(
+            "a PDF: {} page(s), {} bookmark(s), {annotations} annotation(s)",
+            pdf.pages.len(),
+            pdf.bookmarks.len()
+        ),
+        revisions: 0,
+        comments: 0,
+    }
+}
+
 /// How many cells of `book` differ from the same sheet's cell in
 /// `template` (added, changed or cleared), sheets matched by name; cost is
 /// linear in the cells of both.

@@ -18,6 +18,7 @@ mod fields;
 pub(crate) mod gate;
 mod numbering;
 mod pattern;
+mod pdf;
 mod provenance;
 mod revisions;
 mod scope;
@@ -33,7 +34,7 @@ use sections::Sections;
 
 /// The version of check evaluation. Bump it whenever a check can give
 /// another verdict or reason for the same inputs: it keys cached verdicts.
-pub(crate) const CHECK_VERSION: u32 = 4;
+pub(crate) const CHECK_VERSION: u32 = 5;
 
 /// A check's verdict and the one-line reason for it.
 pub type Outcome = (Verdict, String);
@@ -110,8 +111,13 @@ fn evaluate_one(check: &PreparedCheck, facts: &Facts<'_>) -> Outcome {
         CheckSpec::XlsxCells(_) => {
             verdict(false, "this check reads a spreadsheet, and the output is a .docx".into())
         }
+        crate::task::check_spec::pdf_check!() => {
+            verdict(false, "this check reads a PDF, and the output is a .docx".into())
+        }
     }
 }
+
+pub use pdf::evaluate_pdf;
 
 /// The sections a task's checks name that its input document does not
 /// resolve to exactly one section: a heading or title missing from the
@@ -159,6 +165,9 @@ pub fn evaluate_workbook(checks: &[&PreparedCheck], book: &crate::xlsx::Workbook
         .iter()
         .map(|c| match &c.spec {
             CheckSpec::XlsxCells(spec) => xlsx_cells::evaluate(book, spec),
+            spec if spec.reads_pdf() => {
+                verdict(false, "this check reads a PDF, and the output is a spreadsheet".into())
+            }
             _ => verdict(false, "this check reads a .docx, and the output is a spreadsheet".into()),
         })
         .collect()

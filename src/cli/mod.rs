@@ -33,7 +33,7 @@ pub struct Cli {
 pub enum Command {
     /// Render a .docx as the judges' annotated view, the reference's view, accepted/rejected text, or JSON.
     Render {
-        /// The .docx file (or an .xlsx output: its sheets as the judges see them).
+        /// The .docx file (or an .xlsx or PDF output, as the judges see it).
         docx: PathBuf,
         /// Which view to write.
         #[arg(long, value_enum, default_value_t = View::Annotated)]
@@ -131,7 +131,7 @@ pub enum Command {
         /// The tracked-change author the file must contain (matching: see README).
         #[arg(long)]
         author: String,
-        /// The task's input document: count only what the output adds to it (as `score` does for turn 2+); for an .xlsx output, the template it is filled in from.
+        /// The task's input document: count only what the output adds to it (as `score` does for turn 2+); for an .xlsx output, the template it is filled in from; for a PDF, the PDF it was made from.
         #[arg(long)]
         input: Option<PathBuf>,
     },

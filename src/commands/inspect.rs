@@ -9,12 +9,13 @@ use crate::check::gate::{self, GateResult};
 use crate::commands::{CommandError, defaults};
 use crate::docx;
 use crate::judge::{Judge, batch};
+use crate::pdf;
 use crate::report::utc;
 use crate::view::{self, ViewKind};
 use crate::xlsx;
 
-/// A file's view as text, and the reader's warnings about it: a .docx, or
-/// an .xlsx output as the judges see its sheets.
+/// A file's view as text, and the reader's warnings about it: a .docx, an
+/// .xlsx output as the judges see its sheets, or a PDF's pages.
 pub fn render_file(path: &Path, kind: ViewKind) -> Result<(String, Vec<String>), CommandError> {
     let title = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let cannot = |e: Box<dyn std::error::Error + Send + Sync>| {
@@ -25,6 +26,15 @@ pub fn render_file(path: &Path, kind: ViewKind) -> Result<(String, Vec<String>),
         let book = xlsx::from_bytes(bytes, Default::default()).map_err(|e| cannot(e.into()))?;
         return Ok((view::render_workbook(&book, kind, &title), Vec::new()));
     }
+    if pdf::is_pdf(&bytes) {
+        let read = pdf::from_bytes(&bytes, pdf::Limits::default()).map_err(|e| cannot(e.into()))?;
+        let warnings = read
+            .pages
+            .iter()
+            .filter_map(|p| Some(format!("{}: {}", path.display(), p.text_error.as_ref()?)))
+            .collect();
+        return Ok((view::render_pdf(&read, kind, &title), warnings));
+    }
     let doc = docx::from_bytes(bytes, Default::default()).map_err(|e| cannot(e.into()))?;
     let warnings = doc.warnings.iter().map(|w| format!("{}: {w}", path.display())).collect();
     Ok((view::render(&doc, kind, &title), warnings))
@@ -32,7 +42,8 @@ pub fn render_file(path: &Path, kind: ViewKind) -> Result<(String, Vec<String>),
 
 /// The gate on one file: a .docx must hold a tracked change or comment by
 /// `author` (beyond what `input` held); an .xlsx output must load and
-/// fill a cell (its `input` is the template it is filled in from).
+/// fill a cell (its `input` is the template it is filled in from); a PDF
+/// must load and differ from its `input`.
 pub fn gate_file(
     path: &Path,
     author: &str,
@@ -41,7 +52,22 @@ pub fn gate_file(
     let cannot = |p: &Path, e: Box<dyn std::error::Error + Send + Sync>| {
         CommandError::refused(e).context(format!("cannot read the input {}", p.display()))
     };
-    let is_workbook = docx::read_file(path, &Default::default()).is_ok_and(|b| xlsx::is_xlsx(&b));
+    let bytes = docx::read_file(path, &Default::default());
+    if let Some(bytes) = bytes.as_ref().ok().filter(|b| pdf::is_pdf(b)) {
+        let source = match input {
+            Some(p) => {
+                let b = docx::read_file(p, &Default::default()).map_err(|e| cannot(p, e.into()))?;
+                let read =
+                    pdf::from_bytes(&b, pdf::Limits::default()).map_err(|e| cannot(p, e.into()))?;
+                Some((read, crate::hash::sha256_hex_bytes(&b)))
+            }
+            None => None,
+        };
+        let loaded = pdf::from_bytes(bytes, pdf::Limits::default());
+        let against = source.as_ref().map(|(p, sha)| (p, sha.as_str()));
+        return Ok(gate::check_pdf(&loaded, against, &crate::hash::sha256_hex_bytes(bytes)));
+    }
+    let is_workbook = bytes.is_ok_and(|b| xlsx::is_xlsx(&b));
     if is_workbook {
         let template = match input {
             Some(p) => Some(xlsx::load(p).map_err(|e| cannot(p, e.into()))?),

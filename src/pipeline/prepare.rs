@@ -171,9 +171,12 @@ fn prepare_unguarded(
             };
         }
     };
+    if task.output == OutputKind::Pdf {
+        return prepare_pdf(task, bytes, trial, templates);
+    }
     match (task.output, crate::xlsx::is_xlsx(&bytes)) {
         (OutputKind::Workbook, true) => return prepare_workbook(task, bytes, trial, templates),
-        (OutputKind::Redline, false) => {}
+        (OutputKind::Redline, false) if !crate::pdf::is_pdf(&bytes) => {}
         (expected, _) => {
             let gate = GateResult::failed(wrong_kind(expected, bytes));
             return Prepared { row: skeleton(task, trial, gate), prompt: None, view: None };
@@ -233,14 +236,21 @@ fn prepare_unguarded(
 /// its output is, never the file's name or content.
 fn wrong_kind(expected: OutputKind, bytes: Vec<u8>) -> String {
     let found = match expected {
+        _ if crate::pdf::is_pdf(&bytes) => "a PDF".to_string(),
         OutputKind::Redline => "an .xlsx workbook".to_string(),
-        OutputKind::Workbook => match docx::from_bytes(bytes.clone(), docx::Limits::default()) {
-            Ok(_) => "a Word document".to_string(),
-            Err(_) => match crate::xlsx::from_bytes(bytes, docx::Limits::default()) {
-                Ok(_) => "not one (it also holds a Word document)".to_string(),
-                Err(e) => format!("not one ({e})"),
-            },
-        },
+        OutputKind::Pdf if crate::xlsx::is_xlsx(&bytes) => "an .xlsx workbook".to_string(),
+        OutputKind::Workbook | OutputKind::Pdf => {
+            match docx::from_bytes(bytes.clone(), docx::Limits::default()) {
+                Ok(_) => "a Word document".to_string(),
+                Err(_) if expected == OutputKind::Pdf => {
+                    "not one: it does not start with %PDF-".to_string()
+                }
+                Err(_) => match crate::xlsx::from_bytes(bytes, docx::Limits::default()) {
+                    Ok(_) => "not one (it also holds a Word document)".to_string(),
+                    Err(e) => format!("not one ({e})"),
+                },
+            }
+        }
     };
     format!("the task expects {} as its output, and this file is {found}", expected.describe())
 }
@@ -255,25 +265,55 @@ fn prepare_workbook(task: &Task, bytes: Vec<u8>, trial: &str, templates: &Templa
     let Ok(book) = loaded else {
         return Prepared { row: skeleton(task, trial, gate), prompt: None, view: None };
     };
+    let view = view::workbook::render(&book, &task.name);
+    finish(task, trial, gate, view, templates, |checks| {
+        crate::check::evaluate_workbook(checks, &book)
+    })
+}
+
+/// The row of an output read whole (a workbook, a PDF) once its gate ran:
+/// its checks when the gate passed, its view, and the judges' prompt.
+fn finish(
+    task: &Task,
+    trial: &str,
+    gate: GateResult,
+    view: String,
+    templates: &Templates,
+    evaluate: impl FnOnce(&[&crate::task::check_spec::PreparedCheck]) -> Vec<crate::check::Outcome>,
+) -> Prepared {
     let mut row = skeleton(task, trial, gate);
     if row.gate.passed {
         let (ids, checks): (Vec<&str>, Vec<_>) =
             task.rubrics.iter().filter_map(|r| Some((r.id.as_str(), r.check.as_ref()?))).unzip();
-        let outcomes = crate::check::evaluate_workbook(&checks, &book);
+        let outcomes = evaluate(&checks);
         apply_checks(
             &mut row,
             outcomes.into_iter().zip(ids).map(|((v, why), id)| (id.to_string(), v, why)).collect(),
         );
     }
-    let view = Some(view::workbook::render(&book, &task.name));
-    let prompt = match &view {
-        Some(text) if row.gate.passed && task.llm_rubrics().next().is_some() => {
-            Some(templates.render(task, text))
-        }
-        _ => None,
-    };
+    let prompt = (row.gate.passed && task.llm_rubrics().next().is_some())
+        .then(|| templates.render(task, &view));
     row.prompt_hash = prompt.as_ref().map(|p| p.hash.clone());
-    Prepared { row, prompt, view }
+    Prepared { row, prompt, view: Some(view) }
+}
+
+/// A PDF output (an exhibit, a production, a binder): its gate is a PDF
+/// that loads and differs from the task's input; the PDF checks read it,
+/// and judges read its pages' text with its bookmarks and annotations.
+fn prepare_pdf(task: &Task, bytes: Vec<u8>, trial: &str, templates: &Templates) -> Prepared {
+    if !crate::pdf::is_pdf(&bytes) {
+        let gate = GateResult::failed(wrong_kind(OutputKind::Pdf, bytes));
+        return Prepared { row: skeleton(task, trial, gate), prompt: None, view: None };
+    }
+    let sha = crate::hash::sha256_hex_bytes(&bytes);
+    let loaded = crate::pdf::from_bytes(&bytes, crate::pdf::Limits::default());
+    let input = task.input_pdf.as_deref().zip(task.input_sha.as_deref());
+    let gate = gate::check_pdf(&loaded, input, &sha);
+    let Ok(pdf) = loaded else {
+        return Prepared { row: skeleton(task, trial, gate), prompt: None, view: None };
+    };
+    let view = view::pdf::render(&pdf, &task.name);
+    finish(task, trial, gate, view, templates, |checks| crate::check::evaluate_pdf(checks, &pdf))
 }
 
 /// The gate and the annotated view of a load result.

@@ -14,6 +14,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::docx::{self, Document, RevisionKind};
 
+mod pdf;
+pub(crate) use pdf::Compiled as CompiledPdf;
+pub(crate) use pdf::{
+    AnnotationSort, AnnotationsSpec, BatesSpec, BookmarksSpec, HighlightLines, LinksSpec,
+    PagesSpec, PdfProvenanceSpec, TextRegionSpec,
+};
+
 /// Whose changes the `author` check accepts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -140,6 +147,41 @@ pub enum CheckSpec {
     Table(TableSpec),
     /// Cells of an .xlsx output against a key.
     XlsxCells(XlsxSpec),
+    /// PDF: Bates numbers, one per page, consecutive, in a region.
+    Bates(BatesSpec),
+    /// PDF: the pages are the inputs' pages, in order.
+    Pages(PagesSpec),
+    /// PDF: the outline.
+    Bookmarks(BookmarksSpec),
+    /// PDF: a table of contents linked to the pages it names.
+    Links(LinksSpec),
+    /// PDF: stamps, highlights and notes.
+    Annotations(AnnotationsSpec),
+    /// PDF: text in a region of the pages.
+    TextRegion(TextRegionSpec),
+    /// PDF: producer, creator and text layer.
+    PdfProvenance(PdfProvenanceSpec),
+}
+
+/// The checks that read a PDF output, as a pattern: the one list of them.
+macro_rules! pdf_check {
+    () => {
+        $crate::task::check_spec::CheckSpec::Bates(_)
+            | $crate::task::check_spec::CheckSpec::Pages(_)
+            | $crate::task::check_spec::CheckSpec::Bookmarks(_)
+            | $crate::task::check_spec::CheckSpec::Links(_)
+            | $crate::task::check_spec::CheckSpec::Annotations(_)
+            | $crate::task::check_spec::CheckSpec::TextRegion(_)
+            | $crate::task::check_spec::CheckSpec::PdfProvenance(_)
+    };
+}
+pub(crate) use pdf_check;
+
+impl CheckSpec {
+    /// Whether the check reads a PDF output.
+    pub fn reads_pdf(&self) -> bool {
+        matches!(self, pdf_check!())
+    }
 }
 
 /// How spreadsheet cells are compared with the key.
@@ -465,6 +507,8 @@ pub struct PreparedCheck {
     /// Further regexes (a comment check's threads marked done).
     pub(crate) regexes: Vec<Regex>,
     pub(crate) gold: Option<Arc<Document>>,
+    /// A PDF check's patterns and input PDFs.
+    pub(crate) pdf: Option<Arc<CompiledPdf>>,
     /// SHA-256 of the parameters and of the gold document's bytes: what
     /// the verdict depends on besides the output (keys cached verdicts).
     pub fingerprint: String,
@@ -489,10 +533,18 @@ impl PreparedCheck {
             }
             None => None,
         };
+        let pdf = match pdf::compile(&spec, base)? {
+            Some((compiled, shas)) => {
+                shas.iter().for_each(|s| fingerprint.push_str(s));
+                Some(Arc::new(compiled))
+            }
+            None => None,
+        };
         Ok(PreparedCheck {
             regex: compiled.regex,
             regexes: compiled.regexes,
             gold,
+            pdf,
             fingerprint: crate::hash::sha256_hex(&fingerprint),
             spec,
         })
@@ -565,6 +617,8 @@ impl<'a> Compiled<'a> {
                 check_f1(*min_f1)?;
                 out.gold_docx = Some(gold_docx);
             }
+            // Validated by `pdf::compile`.
+            pdf_check!() => {}
             CheckSpec::Contains(Pattern { pattern, .. })
             | CheckSpec::NotContains(Pattern { pattern, .. }) => {
                 let compiled = Regex::new(pattern).map_err(|e| CheckSpecError::Parameter {

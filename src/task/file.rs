@@ -246,9 +246,9 @@ pub(super) fn from_value(
         .or_else(|| default_input.map(|p| (p.clone(), format!("input {}", p.display()))));
     let loaded = match &input {
         Some((p, shown)) => {
-            problems.take(load_input(p, shown)).map(|(doc, sha)| (Some(doc), Some(sha)))
+            problems.take(load_input(p, shown)).map(|(input, sha)| (input, Some(sha)))
         }
-        None => Some((None, None)),
+        None => Some((Input::default(), None)),
     };
     let input = input.map(|(p, _)| p);
     let template = match file.output_template.as_deref() {
@@ -268,7 +268,7 @@ pub(super) fn from_value(
         Some(represented_party),
         Some(counterparty),
         Some(author),
-        Some((input_doc, input_sha)),
+        Some((Input { doc: input_doc, pdf: input_pdf }, input_sha)),
         Some(output_template),
         Some(output),
     ) = (
@@ -309,6 +309,7 @@ pub(super) fn from_value(
         source: path.to_path_buf(),
         input,
         input_doc,
+        input_pdf,
         input_sha,
         output_template,
         output,
@@ -330,20 +331,31 @@ fn output_kind(file: &TaskFile, rubrics: &[Rubric]) -> Result<super::OutputKind,
             .as_ref()
             .is_some_and(|c| matches!(c.spec, super::check_spec::CheckSpec::XlsxCells(_)))
     });
+    let reads_pdf = rubrics.iter().any(|r| r.check.as_ref().is_some_and(|c| c.spec.reads_pdf()));
     let inferred = if file.output_template.is_some() || checks_cells {
         OutputKind::Workbook
+    } else if reads_pdf {
+        OutputKind::Pdf
     } else {
         OutputKind::Redline
     };
     match file.output.as_deref().map(str::trim) {
         None => Ok(inferred),
+        Some("pdf") if inferred == OutputKind::Redline || inferred == OutputKind::Pdf => {
+            Ok(OutputKind::Pdf)
+        }
+        Some("pdf") => Err("\"output\": \"pdf\" contradicts the task's output_template or xlsx_cells checks, which need an .xlsx output".into()),
+        Some("xlsx") if reads_pdf => Err("\"output\": \"xlsx\" contradicts the task's PDF checks".into()),
         Some("xlsx") => Ok(OutputKind::Workbook),
+        Some("docx") if inferred == OutputKind::Pdf => {
+            Err("\"output\": \"docx\" contradicts the task's PDF checks, which need a PDF output".into())
+        }
         Some("docx") if inferred == OutputKind::Workbook => Err(
             "\"output\": \"docx\" contradicts the task's output_template or xlsx_cells checks, which need an .xlsx output"
                 .into(),
         ),
         Some("docx") => Ok(OutputKind::Redline),
-        Some(other) => Err(format!("\"output\": \"{other}\" is not a kind of output; use \"docx\" or \"xlsx\"")),
+        Some(other) => Err(format!("\"output\": \"{other}\" is not a kind of output; use \"docx\", \"xlsx\" or \"pdf\"")),
     }
 }
 
@@ -497,11 +509,24 @@ fn category(c: Option<&str>) -> String {
 
 /// The task's input document, parsed, and the hash of its bytes: the gate
 /// and the scope check compare an output with it.
-fn load_input(input: &Path, shown: &str) -> Result<(Arc<crate::docx::Document>, String), String> {
+/// A task's input, parsed: a .docx, or a PDF for an exhibit task.
+#[derive(Default)]
+struct Input {
+    doc: Option<Arc<crate::docx::Document>>,
+    pdf: Option<Arc<crate::pdf::Pdf>>,
+}
+
+fn load_input(input: &Path, shown: &str) -> Result<(Input, String), String> {
     let limits = crate::docx::Limits::default();
     let bytes = crate::docx::read_file(input, &limits)
         .map_err(|e| format!("{shown}: {}", super::unreadable(&e)))?;
-    parse_input(bytes, shown)
+    if crate::pdf::is_pdf(&bytes) {
+        let sha = crate::hash::sha256_hex_bytes(&bytes);
+        let pdf = crate::pdf::from_bytes(&bytes, crate::pdf::Limits::default())
+            .map_err(|e| format!("input {shown}: {e}"))?;
+        return Ok((Input { doc: None, pdf: Some(Arc::new(pdf)) }, sha));
+    }
+    parse_input(bytes, shown).map(|(doc, sha)| (Input { doc: Some(doc), pdf: None }, sha))
 }
 
 /// Reads the spreadsheet an output is filled in from.

@@ -126,6 +126,9 @@ pub enum OutputKind {
     /// An .xlsx workbook (a term sheet, a checklist): the task says so with
     /// `"output": "xlsx"`, an `output_template` or an `xlsx_cells` check.
     Workbook,
+    /// A PDF (a Bates production, an exhibit binder): the task says so
+    /// with `"output": "pdf"` or a check that reads a PDF.
+    Pdf,
 }
 
 impl OutputKind {
@@ -134,6 +137,7 @@ impl OutputKind {
         match self {
             OutputKind::Redline => "a .docx redline",
             OutputKind::Workbook => "an .xlsx workbook",
+            OutputKind::Pdf => "a PDF",
         }
     }
 }
@@ -230,6 +234,10 @@ pub struct Task {
     /// The input, parsed (for the gate and the scope check).
     #[serde(skip)]
     pub input_doc: Option<std::sync::Arc<crate::docx::Document>>,
+    /// The input when it is a PDF (an exhibit to stamp), parsed: an
+    /// output whose pages all equal it fails the gate.
+    #[serde(skip)]
+    pub input_pdf: Option<std::sync::Arc<crate::pdf::Pdf>>,
     /// SHA-256 of the input's bytes (part of the render cache key: the gate
     /// depends on the input).
     #[serde(skip)]
@@ -281,6 +289,7 @@ impl Task {
             source: PathBuf::new(),
             input: None,
             input_doc: None,
+            input_pdf: None,
             input_sha: None,
             output_template: None,
             output: OutputKind::Redline,

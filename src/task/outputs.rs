@@ -31,18 +31,18 @@ pub struct Outputs {
     pub unusable: Vec<(PathBuf, String)>,
 }
 
-/// Why a file named like an output cannot be scored; `None` for a .docx
-/// (or an .xlsx, for tasks whose output is a spreadsheet).
+/// Why a file named like an output cannot be scored; `None` for a .docx,
+/// an .xlsx or a PDF (each task says which it expects, and the gate fails
+/// an output of another kind with that reason).
 pub(crate) fn unusable_reason(path: &Path) -> Option<String> {
     let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
     match ext.as_str() {
         // A spreadsheet output (a term sheet filled from an agreement).
-        "docx" | "xlsx" => None,
+        "docx" | "xlsx" | "pdf" => None,
         "doc" => Some("a legacy Word 97-2003 .doc: open it in Word and save it as .docx".into()),
         "docm" | "dotx" | "dotm" => {
             Some(format!("a Word .{ext} file: save it as a Word Document (.docx)"))
         }
-        "pdf" => Some("a PDF holds no tracked changes: the output must be the .docx itself".into()),
         "odt" | "fodt" => {
             Some("an OpenDocument text: save it as Word (.docx) with changes still tracked".into())
         }
@@ -114,6 +114,8 @@ pub fn find_outputs(dir: &Path, task_names: &[String]) -> Result<Outputs, TaskEr
                 "artifacts/app/contract.docx",
                 "artifacts/contract.xlsx",
                 "artifacts/app/contract.xlsx",
+                "artifacts/contract.pdf",
+                "artifacts/app/contract.pdf",
             ]
             .iter()
             .map(|a| trial.join(a))

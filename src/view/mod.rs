@@ -1,10 +1,11 @@
 //! Views of a document model: what judges, checks and people read.
 //!
-//! Owns: turning a [`Document`] into text — annotated Markdown for judges,
+//! Owns: turning a [`Document`] (or a workbook, or a PDF) into text — annotated Markdown for judges,
 //! accepted/rejected plain text, and the JSON model. Must never read a file
 //! or change the model.
 
 pub(crate) mod annotated;
+pub(crate) mod pdf;
 pub(crate) mod plain;
 pub(crate) mod reference;
 pub(crate) mod workbook;
@@ -85,6 +86,28 @@ pub fn render_workbook(book: &crate::xlsx::Workbook, kind: ViewKind, title: &str
             s
         }
         _ => workbook::render(book, title),
+    }
+}
+
+/// Renders a PDF output as `kind`: its pages' text, bookmarks and
+/// annotations (what judges read) in every text view — a PDF has no
+/// tracked changes — or the PDF model as JSON.
+pub fn render_pdf(pdf: &crate::pdf::Pdf, kind: ViewKind, title: &str) -> String {
+    match kind {
+        ViewKind::Json => {
+            #[derive(Serialize)]
+            struct PdfView<'p> {
+                format: &'static str,
+                version: u32,
+                #[serde(flatten)]
+                pdf: &'p crate::pdf::Pdf,
+            }
+            let view = PdfView { format: "redjury.pdf", version: 1, pdf };
+            let mut s = serde_json::to_string_pretty(&view).unwrap_or_default();
+            s.push('\n');
+            s
+        }
+        _ => pdf::render(pdf, title),
     }
 }
 

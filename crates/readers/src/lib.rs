@@ -20,4 +20,5 @@
 
 pub mod calendar;
 pub mod docx;
+pub mod pdf;
 pub mod xlsx;

@@ -1,0 +1,288 @@
+//! What each page draws, followed before any text is extracted: the fill
+//! colour of every text-showing string (pdf-extract's output device does
+//! not carry it), form XObjects that draw themselves or nest too deep
+//! (refused: pdf-extract would recurse until the stack overflows), and
+//! the hashes that identify a page's content across re-saving.
+//!
+//! Not a renderer: only the operators that change the fill colour, save
+//! and restore it, show text or draw a form are read, in the order
+//! pdf-extract reads them, so the n-th string shown here is the n-th
+//! word pdf-extract reports.
+
+use std::collections::BTreeMap;
+
+use lopdf::content::Content;
+use lopdf::{Dictionary, Document, Object, ObjectId};
+use sha2::{Digest, Sha256};
+
+use super::{Colour, Limits, PdfError};
+
+/// Per page, the fill colour of each string shown (`None`: a colour
+/// space redjury does not convert, such as a pattern).
+pub(super) type ShowColours = Vec<Option<Colour>>;
+
+struct Walk<'d> {
+    doc: &'d Document,
+    limits: &'d Limits,
+    /// Forms being drawn, innermost last: a form met again is a loop.
+    forms: Vec<ObjectId>,
+    draws: usize,
+    colours: ShowColours,
+    fill: Option<Colour>,
+    saved: Vec<Option<Colour>>,
+    /// The hashes of what a page's content streams draw at the top level,
+    /// in order: each stream, and each form a stream draws.
+    units: Vec<String>,
+}
+
+impl<'d> Walk<'d> {
+    fn new(doc: &'d Document, limits: &'d Limits) -> Walk<'d> {
+        Walk {
+            doc,
+            limits,
+            forms: Vec::new(),
+            draws: 0,
+            colours: Vec::new(),
+            fill: Some(Colour::BLACK),
+            saved: Vec::new(),
+            units: Vec::new(),
+        }
+    }
+}
+
+/// Follows every page's drawing; `Err` names a loop or a nesting too deep.
+pub(super) fn walk_pages(
+    doc: &Document,
+    pages: &BTreeMap<u32, ObjectId>,
+    limits: &Limits,
+) -> Result<Vec<ShowColours>, PdfError> {
+    let mut walk = Walk::new(doc, limits);
+    let mut out = Vec::with_capacity(pages.len());
+    for (number, id) in pages {
+        walk.fill = Some(Colour::BLACK);
+        walk.saved.clear();
+        let resources = page_resources(doc, *id);
+        for stream in doc.get_page_contents(*id) {
+            let Some(content) = decoded(doc, stream) else { continue };
+            walk.ops(&content, resources, &mut Sha256::new())
+                .map_err(|why| PdfError::Drawing(format!("page {number}: {why}")))?;
+        }
+        out.push(std::mem::take(&mut walk.colours));
+    }
+    Ok(out)
+}
+
+impl<'d> Walk<'d> {
+    fn ops(
+        &mut self,
+        content: &Content,
+        resources: Option<&'d Dictionary>,
+        hash: &mut Sha256,
+    ) -> Result<(), String> {
+        if let Ok(encoded) = content.encode() {
+            hash.update(&encoded);
+        }
+        for op in &content.operations {
+            let numbers = || op.operands.iter().filter_map(number).collect::<Vec<f64>>();
+            match op.operator.as_str() {
+                "q" => self.saved.push(self.fill),
+                "Q" => self.fill = self.saved.pop().unwrap_or(self.fill),
+                "g" | "rg" | "k" | "sc" | "scn" => self.fill = Colour::from_components(&numbers()),
+                "cs" => self.fill = Some(Colour::BLACK),
+                "Tj" | "'" | "\"" => self.colours.push(self.fill),
+                "TJ" => {
+                    let strings = op.operands.first().and_then(|a| a.as_array().ok());
+                    for s in strings.into_iter().flatten() {
+                        if matches!(s, Object::String(..)) {
+                            self.colours.push(self.fill);
+                        }
+                    }
+                }
+                "Do" => {
+                    let name = op.operands.first().and_then(|n| n.as_name().ok());
+                    if let Some(name) = name {
+                        self.draw(name, resources, hash)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Draws the XObject `name`: a form is followed, an image hashed.
+    fn draw(
+        &mut self,
+        name: &[u8],
+        resources: Option<&'d Dictionary>,
+        hash: &mut Sha256,
+    ) -> Result<(), String> {
+        let Some((id, stream)) = xobject(self.doc, resources, name) else { return Ok(()) };
+        if !stream.dict.get(b"Subtype").and_then(Object::as_name).is_ok_and(|s| s == b"Form") {
+            hash.update(Sha256::digest(&stream.content));
+            return Ok(());
+        }
+        if self.forms.contains(&id) {
+            return Err(format!("form XObject {} {} draws itself", id.0, id.1));
+        }
+        if self.forms.len() >= self.limits.max_form_depth {
+            return Err(format!("forms nest deeper than {}", self.limits.max_form_depth));
+        }
+        self.draws += 1;
+        if self.draws > self.limits.max_form_draws {
+            return Err(format!("more than {} forms drawn", self.limits.max_form_draws));
+        }
+        let inner = stream
+            .dict
+            .get(b"Resources")
+            .ok()
+            .and_then(|r| self.doc.dereference(r).ok())
+            .and_then(|(_, r)| r.as_dict().ok())
+            .or(resources);
+        let Some(content) = decoded(self.doc, id) else { return Ok(()) };
+        // A form drawn by a page's own stream is a unit of its own: tools
+        // that stamp a page (qpdf's overlay) turn the original page into
+        // such a form, unchanged.
+        let top_level = self.forms.is_empty();
+        let mut own = Sha256::new();
+        self.forms.push(id);
+        let walked = self.ops(&content, inner, if top_level { &mut own } else { hash });
+        self.forms.pop();
+        if top_level {
+            let digest = own.finalize();
+            hash.update(digest);
+            self.units.push(hex(&digest));
+        }
+        walked
+    }
+}
+
+/// A page's resources, inherited from the page tree when the page has
+/// none (with a bound on the chain, which a file may make a loop).
+fn page_resources(doc: &Document, page: ObjectId) -> Option<&Dictionary> {
+    let mut node = doc.get_dictionary(page).ok()?;
+    for _ in 0..64 {
+        if let Ok(r) = node.get(b"Resources") {
+            return doc.dereference(r).ok()?.1.as_dict().ok();
+        }
+        let parent = node.get(b"Parent").ok()?.as_reference().ok()?;
+        node = doc.get_dictionary(parent).ok()?;
+    }
+    None
+}
+
+fn xobject<'d>(
+    doc: &'d Document,
+    resources: Option<&'d Dictionary>,
+    name: &[u8],
+) -> Option<(ObjectId, &'d lopdf::Stream)> {
+    let xobjects = resources?.get(b"XObject").ok()?;
+    let xobjects = doc.dereference(xobjects).ok()?.1.as_dict().ok()?;
+    let id = xobjects.get(name).ok()?.as_reference().ok()?;
+    Some((id, doc.get_object(id).ok()?.as_stream().ok()?))
+}
+
+/// A content stream's operations (its inflation is bounded beforehand).
+fn decoded(doc: &Document, id: ObjectId) -> Option<Content> {
+    let stream = doc.get_object(id).ok()?.as_stream().ok()?;
+    let bytes = stream.decompressed_content().unwrap_or_else(|_| stream.content.clone());
+    Content::decode(&bytes).ok()
+}
+
+fn number(o: &Object) -> Option<f64> {
+    match o {
+        Object::Integer(i) => Some(*i as f64),
+        Object::Real(r) => Some(f64::from(*r)),
+        _ => None,
+    }
+}
+
+/// Prepares the document for pdf-extract, which draws every XObject as a
+/// form (parsing an image's pixels as operators) and skips the `'` and
+/// `"` text operators: images become empty forms, and the two operators
+/// are rewritten as the operators the PDF specification defines them as
+/// (`T*` then `Tj`; `"` sets word and character spacing first).
+pub(super) fn prepare_for_extraction(doc: &mut Document) {
+    for object in doc.objects.values_mut() {
+        let Object::Stream(stream) = object else { continue };
+        let subtype = stream.dict.get(b"Subtype").and_then(Object::as_name).ok();
+        let is_form = subtype.is_some_and(|s| s == b"Form");
+        let is_page_content = subtype.is_none() && !stream.dict.has(b"Type");
+        if is_form || is_page_content {
+            rewrite_quotes(stream);
+            continue;
+        }
+        if subtype.is_some_and(|s| s == b"Image" || s == b"PS") {
+            let mut dict = Dictionary::new();
+            dict.set("Type", Object::Name(b"XObject".to_vec()));
+            dict.set("Subtype", Object::Name(b"Form".to_vec()));
+            dict.set("BBox", Object::Array(vec![0.into(), 0.into(), 0.into(), 0.into()]));
+            *stream = lopdf::Stream::new(dict, Vec::new());
+        }
+    }
+}
+
+/// The page's content hash and its drawing units' hashes: each content
+/// stream's operations re-encoded (so compression and spacing do not
+/// count) with the forms and images it draws, then each form a stream
+/// draws on its own; the content hash adds the box and rotation.
+pub(super) fn page_hashes(
+    doc: &Document,
+    page: ObjectId,
+    limits: &Limits,
+) -> (String, Vec<String>) {
+    let resources = page_resources(doc, page);
+    let mut walk = Walk::new(doc, limits);
+    let mut units = Vec::new();
+    for id in doc.get_page_contents(page) {
+        let mut hash = Sha256::new();
+        match decoded(doc, id) {
+            Some(content) => {
+                // Loops and depth were refused by `walk_pages`.
+                let _ = walk.ops(&content, resources, &mut hash);
+            }
+            None => hash.update(b"undecodable"),
+        }
+        units.push(hex(&hash.finalize()));
+        units.append(&mut walk.units);
+    }
+    let geometry = super::navigation::geometry(doc, page);
+    let mut page_hash = Sha256::new();
+    page_hash.update(format!("{:?} {}", geometry.media_box, geometry.rotation));
+    for u in &units {
+        page_hash.update(u.as_bytes());
+    }
+    (hex(&page_hash.finalize()), units)
+}
+
+fn rewrite_quotes(stream: &mut lopdf::Stream) {
+    let bytes = stream.decompressed_content().unwrap_or_else(|_| stream.content.clone());
+    let Ok(content) = Content::decode(&bytes) else { return };
+    if !content.operations.iter().any(|op| op.operator == "'" || op.operator == "\"") {
+        return;
+    }
+    let op = |name: &str, operands: Vec<Object>| lopdf::content::Operation::new(name, operands);
+    let mut out = Vec::with_capacity(content.operations.len());
+    for o in content.operations {
+        match (o.operator.as_str(), o.operands.as_slice()) {
+            ("'", [text]) => {
+                out.push(op("T*", vec![]));
+                out.push(op("Tj", vec![text.clone()]));
+            }
+            ("\"", [aw, ac, text]) => {
+                out.push(op("Tw", vec![aw.clone()]));
+                out.push(op("Tc", vec![ac.clone()]));
+                out.push(op("T*", vec![]));
+                out.push(op("Tj", vec![text.clone()]));
+            }
+            _ => out.push(o),
+        }
+    }
+    if let Ok(encoded) = (Content { operations: out }).encode() {
+        stream.set_plain_content(encoded);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

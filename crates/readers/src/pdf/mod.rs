@@ -1,0 +1,326 @@
+//! A PDF read into what exhibit and case-document checks look at: pages
+//! (boxes, rotation, labels, every glyph with its position, size and fill
+//! colour, the text lines they make, a content hash), the outline
+//! (bookmarks), annotations (links, stamps, highlights, notes) and the
+//! producer metadata.
+//!
+//! Objects come from `lopdf`; positioned glyphs from `pdf-extract`'s
+//! output device. This module adds what those crates do not promise on a
+//! hostile file: every stream's inflation is measured against
+//! [`Limits`] before either crate decompresses it, form XObjects that draw
+//! themselves or nest too deep are refused before any text is extracted
+//! (pdf-extract would recurse until the stack overflows), image XObjects
+//! are replaced by empty forms (pdf-extract would parse pixels as
+//! drawing operators), and each page's extraction runs under
+//! `catch_unwind`: a page pdf-extract cannot read keeps its reason
+//! ([`Page::text_error`]) instead of taking the file down.
+//!
+//! Owns: the PDF's bytes. Must never panic, hang or allocate by a size the
+//! file declares; an encrypted file is refused with that reason.
+
+mod drawing;
+mod inflate;
+mod navigation;
+mod text;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub use navigation::{Annotation, AnnotationKind, Bookmark, LinkTarget};
+pub use text::{Glyph, TextLine, lines};
+
+/// Bounds on what one PDF may cost to read.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest file read.
+    pub max_file_bytes: u64,
+    /// Most indirect objects.
+    pub max_objects: usize,
+    /// Most pages.
+    pub max_pages: usize,
+    /// Largest a single stream may inflate to.
+    pub max_stream_bytes: u64,
+    /// Largest all streams together may inflate to.
+    pub max_inflated_bytes: u64,
+    /// Deepest nesting of form XObjects (a form drawing a form …).
+    pub max_form_depth: usize,
+    /// Most form XObjects drawn, counting repeats, over the whole file.
+    pub max_form_draws: usize,
+    /// Most glyphs over the whole file.
+    pub max_glyphs: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_file_bytes: 64 << 20,
+            max_objects: 500_000,
+            max_pages: 10_000,
+            max_stream_bytes: 64 << 20,
+            max_inflated_bytes: 512 << 20,
+            max_form_depth: 12,
+            max_form_draws: 100_000,
+            max_glyphs: 5_000_000,
+        }
+    }
+}
+
+/// Why a PDF could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PdfError {
+    /// The bytes do not start like a PDF.
+    #[error("not a PDF: it does not start with %PDF-")]
+    NotPdf,
+    /// The file is encrypted; redjury reads no password-protected file.
+    #[error(
+        "the PDF is encrypted (its trailer names an /Encrypt dictionary): save it without a password or permissions restrictions"
+    )]
+    Encrypted,
+    /// The file is larger than a limit allows.
+    #[error("the PDF is too large: {what} exceeds the limit of {limit}")]
+    TooLarge {
+        /// What exceeded the limit.
+        what: String,
+        /// The limit.
+        limit: u64,
+    },
+    /// lopdf could not parse the file's structure.
+    #[error("the PDF's structure cannot be read: {0}")]
+    Structure(String),
+    /// Drawings that refer to themselves or nest too deep.
+    #[error("the PDF's drawings cannot be followed: {0}")]
+    Drawing(String),
+    /// A document with no page.
+    #[error("the PDF has no page")]
+    NoPages,
+}
+
+/// A rectangle in PDF user space (points, origin at the bottom left).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Rect {
+    /// Left.
+    pub x0: f64,
+    /// Bottom.
+    pub y0: f64,
+    /// Right.
+    pub x1: f64,
+    /// Top.
+    pub y1: f64,
+}
+
+impl Rect {
+    /// The rectangle with its corners ordered.
+    pub fn normalised(a: f64, b: f64, c: f64, d: f64) -> Rect {
+        Rect { x0: a.min(c), y0: b.min(d), x1: a.max(c), y1: b.max(d) }
+    }
+    /// Whether the two rectangles share an area (touching edges do not).
+    pub fn overlaps(&self, o: &Rect) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
+    }
+    /// Whether `o` lies inside this rectangle grown by `slack` points.
+    pub fn contains(&self, o: &Rect, slack: f64) -> bool {
+        o.x0 >= self.x0 - slack
+            && o.x1 <= self.x1 + slack
+            && o.y0 >= self.y0 - slack
+            && o.y1 <= self.y1 + slack
+    }
+    /// Width.
+    pub fn width(&self) -> f64 {
+        self.x1 - self.x0
+    }
+    /// Height.
+    pub fn height(&self) -> f64 {
+        self.y1 - self.y0
+    }
+}
+
+/// A colour as the file gives it, turned into RGB in 0..=1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Colour {
+    /// Red.
+    pub r: f64,
+    /// Green.
+    pub g: f64,
+    /// Blue.
+    pub b: f64,
+}
+
+impl Colour {
+    /// Black, the initial fill colour.
+    pub const BLACK: Colour = Colour { r: 0.0, g: 0.0, b: 0.0 };
+
+    /// From gray, RGB or CMYK components; `None` for another count.
+    pub fn from_components(c: &[f64]) -> Option<Colour> {
+        let clamp = |v: f64| if v.is_finite() { v.clamp(0.0, 1.0) } else { 0.0 };
+        match *c {
+            [g] => Some(Colour { r: clamp(g), g: clamp(g), b: clamp(g) }),
+            [r, g, b] => Some(Colour { r: clamp(r), g: clamp(g), b: clamp(b) }),
+            [c, m, y, k] => Some(Colour {
+                r: (1.0 - clamp(c)) * (1.0 - clamp(k)),
+                g: (1.0 - clamp(m)) * (1.0 - clamp(k)),
+                b: (1.0 - clamp(y)) * (1.0 - clamp(k)),
+            }),
+            _ => None,
+        }
+    }
+
+    /// `#rrggbb`.
+    pub fn hex(&self) -> String {
+        let byte = |v: f64| (v * 255.0).round() as u8;
+        format!("#{:02x}{:02x}{:02x}", byte(self.r), byte(self.g), byte(self.b))
+    }
+
+    /// The largest difference of one component, in 0..=1.
+    pub fn distance(&self, o: &Colour) -> f64 {
+        (self.r - o.r).abs().max((self.g - o.g).abs()).max((self.b - o.b).abs())
+    }
+}
+
+/// One page.
+#[derive(Debug, Clone, Serialize)]
+pub struct Page {
+    /// 1-based, in document order.
+    pub number: u32,
+    /// The page label (`/PageLabels`), when the file defines one.
+    pub label: Option<String>,
+    /// The media box.
+    pub media_box: Rect,
+    /// The crop box, when it differs from the media box.
+    pub crop_box: Option<Rect>,
+    /// Rotation in degrees, clockwise, a multiple of 90.
+    pub rotation: i64,
+    /// Every glyph, in content order.
+    pub glyphs: Vec<Glyph>,
+    /// The glyphs grouped into lines, top to bottom then left to right.
+    pub lines: Vec<TextLine>,
+    /// The page's annotations.
+    pub annotations: Vec<Annotation>,
+    /// SHA-256 of the page's drawing (its content streams, decoded and
+    /// re-encoded, and its box and rotation): the same after re-saving.
+    pub content_hash: String,
+    /// SHA-256 of each drawing unit in order — each content stream, and
+    /// each form XObject a content stream draws — decoded and re-encoded:
+    /// a page stamped by adding a stream, or by drawing the original page
+    /// as a form under an overlay (qpdf `--overlay`), keeps its
+    /// original's units.
+    pub stream_hashes: Vec<String>,
+    /// Why the page's text could not be extracted, when it could not.
+    pub text_error: Option<String>,
+}
+
+impl Page {
+    /// The page's text in reading order, one line per text line.
+    pub fn text(&self) -> String {
+        let lines: Vec<&str> = self.lines.iter().map(|l| l.text.as_str()).collect();
+        lines.join("\n")
+    }
+}
+
+/// Document information and XMP metadata.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Metadata {
+    /// `/Info /Producer`.
+    pub producer: Option<String>,
+    /// `/Info /Creator`.
+    pub creator: Option<String>,
+    /// `/Info /Title`.
+    pub title: Option<String>,
+    /// `pdf:Producer` of the XMP packet.
+    pub xmp_producer: Option<String>,
+    /// `xmp:CreatorTool` of the XMP packet.
+    pub xmp_creator_tool: Option<String>,
+}
+
+/// A PDF, read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pdf {
+    /// The pages, in order.
+    pub pages: Vec<Page>,
+    /// The outline, depth first.
+    pub bookmarks: Vec<Bookmark>,
+    /// Producer and creator metadata.
+    pub metadata: Metadata,
+}
+
+/// Reads a PDF from its bytes within `limits`.
+pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
+    if bytes.len() as u64 > limits.max_file_bytes {
+        return Err(PdfError::TooLarge { what: "the file".into(), limit: limits.max_file_bytes });
+    }
+    if !bytes.starts_with(b"%PDF-") {
+        return Err(PdfError::NotPdf);
+    }
+    if inflate::names_encryption(bytes) {
+        return Err(PdfError::Encrypted);
+    }
+    inflate::measure_raw_streams(bytes, &limits)?;
+    let mut doc = inflate::load(bytes, &limits)?;
+    if doc.is_encrypted() {
+        return Err(PdfError::Encrypted);
+    }
+    if doc.objects.len() > limits.max_objects {
+        return Err(PdfError::TooLarge {
+            what: format!("{} objects", doc.objects.len()),
+            limit: limits.max_objects as u64,
+        });
+    }
+    let page_ids = doc.get_pages();
+    if page_ids.is_empty() {
+        return Err(PdfError::NoPages);
+    }
+    if page_ids.len() > limits.max_pages {
+        return Err(PdfError::TooLarge {
+            what: format!("{} pages", page_ids.len()),
+            limit: limits.max_pages as u64,
+        });
+    }
+    let colours = drawing::walk_pages(&doc, &page_ids, &limits)?;
+    // Hashed before the images are blanked: an image is part of a page.
+    let hashes: Vec<(String, Vec<String>)> =
+        page_ids.values().map(|id| drawing::page_hashes(&doc, *id, &limits)).collect();
+    drawing::prepare_for_extraction(&mut doc);
+    let page_numbers: BTreeMap<lopdf::ObjectId, u32> =
+        page_ids.iter().map(|(n, id)| (*id, *n)).collect();
+    let labels = navigation::page_labels(&doc, page_ids.len());
+    let mut pages = Vec::with_capacity(page_ids.len());
+    let mut glyph_budget = limits.max_glyphs;
+    let per_page = colours.into_iter().zip(labels).zip(hashes);
+    for ((number, id), ((colours, label), (content_hash, stream_hashes))) in
+        page_ids.iter().zip(per_page)
+    {
+        let extracted = text::extract(&doc, *number, colours, glyph_budget);
+        glyph_budget = glyph_budget.saturating_sub(extracted.glyphs.len());
+        if extracted.exhausted {
+            return Err(PdfError::TooLarge {
+                what: "the glyphs of its pages".into(),
+                limit: limits.max_glyphs as u64,
+            });
+        }
+        let geometry = navigation::geometry(&doc, *id);
+        pages.push(Page {
+            number: *number,
+            label,
+            media_box: geometry.media_box,
+            crop_box: geometry.crop_box,
+            rotation: geometry.rotation,
+            lines: text::lines(&extracted.glyphs),
+            glyphs: extracted.glyphs,
+            annotations: navigation::annotations(&doc, *id, &page_numbers),
+            content_hash,
+            stream_hashes,
+            text_error: extracted.error,
+        });
+    }
+    Ok(Pdf {
+        pages,
+        bookmarks: navigation::outline(&doc, &page_numbers),
+        metadata: navigation::metadata(&doc),
+    })
+}
+
+/// Whether the bytes look like a PDF (they start with `%PDF-`).
+pub fn is_pdf(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"%PDF-")
+}
