@@ -596,3 +596,103 @@ fn a_stamp_over_page_text_is_caught_by_the_glyph_boxes() {
     let (v, why) = redjury::evaluate_pdf_checks(&[&anywhere], &strong).pop().unwrap();
     assert_eq!((v.as_str(), why.as_str()), ("PASS", "1 stamp(s) on page 1 as required"));
 }
+
+/// pdf-extract panics on some pages (a `Tj` whose operand is not a
+/// string; a page with no media box): that page keeps the reason, every
+/// other page its text, and the view says which page has none.
+#[test]
+fn a_page_pdf_extract_fails_on_keeps_its_reason_and_the_others_their_text() {
+    let page = |contents: u32, media: &str| {
+        format!("<< /Type /Page /Parent 2 0 R {media} /Resources << /Font << /F1 10 0 R >> >> /Contents {contents} 0 R >>").into_bytes()
+    };
+    let shown = |t: &str| stream("", format!("BT /F1 12 Tf 72 700 Td ({t}) Tj ET").as_bytes());
+    let letter = "/MediaBox [0 0 612 792]";
+    let objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R 4 0 R 5 0 R 6 0 R] /Count 4 >>".to_vec(),
+        page(7, letter),
+        page(8, letter),
+        page(9, ""),
+        page(11, letter),
+        shown("first page"),
+        stream("", b"BT /F1 12 Tf 72 700 Td 5 Tj ET"),
+        shown("no media box"),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
+        shown("last page"),
+    ];
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let read = pdf::from_bytes(&pdf_of(&objects, ""), Limits::default());
+    std::panic::set_hook(prev);
+    let pdf = read.unwrap();
+    let texts: Vec<(String, bool)> =
+        pdf.pages.iter().map(|p| (p.text(), p.text_error.is_some())).collect();
+    assert_eq!(
+        texts,
+        [
+            ("first page".to_string(), false),
+            (String::new(), true),
+            (String::new(), true),
+            ("last page".to_string(), false)
+        ]
+    );
+    let why = pdf.pages[1].text_error.as_deref().unwrap();
+    assert!(
+        why.starts_with(
+            "the text of page 2 could not be extracted (pdf-extract: unexpected Tj operand"
+        ),
+        "{why}"
+    );
+    let why = pdf.pages[2].text_error.as_deref().unwrap();
+    assert_eq!(why, "the text of page 3 could not be extracted (pdf-extract: MediaBox)");
+    let view = redjury::render_pdf_view(&pdf, redjury::ViewKind::Annotated, "x");
+    assert!(
+        view.contains(
+            "## Page 2\n\n(text not extracted: the text of page 2 could not be extracted"
+        ),
+        "{view}"
+    );
+}
+
+/// A small file whose page shows a great many glyphs: cost linear in what
+/// is drawn (timed loosely; the bench has the figures), and the glyph
+/// budget refuses more than it allows with the reason.
+#[test]
+fn a_glyph_flood_costs_linear_time_and_meets_the_glyph_budget() {
+    // Distinct positions: the deflated file stays near 4 bytes a glyph.
+    let mut content = b"BT /F1 1 Tf ".to_vec();
+    let n = 20_000;
+    for i in 0..n {
+        content.extend_from_slice(format!("{} {} Td (ab) Tj ", i % 600, i % 700).as_bytes());
+    }
+    content.extend_from_slice(b"ET");
+    let mut objects = one_page("", "<< /Font << /F1 5 0 R >> >>", &[]);
+    objects[3] = stream("/Filter /FlateDecode", &deflate(&content));
+    let bytes = pdf_of(&objects, "");
+    let started = Instant::now();
+    let pdf = pdf::from_bytes(&bytes, Limits::default()).unwrap();
+    let took = started.elapsed();
+    eprintln!("{} glyphs read in {took:?}", pdf.pages[0].glyphs.len());
+    assert_eq!(pdf.pages[0].glyphs.len(), 2 * n);
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    let small = Limits { max_glyphs: 30_000, ..Limits::default() };
+    let err = pdf::from_bytes(&bytes, small).err().map(|e| e.to_string());
+    let want = format!(
+        "the PDF is too large: the glyphs of its pages ({} bytes) exceeds the limit of 30000",
+        bytes.len()
+    );
+    assert_eq!(err.as_deref(), Some(want.as_str()));
+    // 60 MiB of one letter in one string: a 62 KB file, refused after
+    // four glyphs per byte of it.
+    let flood = deflate(
+        &[b"BT /F1 1 Tf 72 700 Td (".as_slice(), &vec![b'a'; 60 << 20], b") Tj ET"].concat(),
+    );
+    let mut objects = one_page("", "<< /Font << /F1 5 0 R >> >>", &[]);
+    objects[3] = stream("/Filter /FlateDecode", &flood);
+    let bytes = pdf_of(&objects, "");
+    let started = Instant::now();
+    let err =
+        pdf::from_bytes(&bytes, Limits::default()).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.ends_with(&format!("exceeds the limit of {}", 4 * bytes.len())), "{err}");
+    eprintln!("{} byte flood refused in {:?}", bytes.len(), started.elapsed());
+}

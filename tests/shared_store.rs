@@ -422,7 +422,14 @@ async fn a_store_restarted_mid_run_loses_no_answer_and_sends_no_call_twice() {
             .unwrap();
         assert!(done.status.success(), "{action}: {}", String::from_utf8_lossy(&done.stderr));
     };
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Stop the store while calls are in flight (each judge answers after
+    // 1.5 s): their answers arrive with the store down. Waiting for the
+    // first request, not a fixed time, keeps this true on a loaded machine.
+    let waited = std::time::Instant::now();
+    while judges.counts().iter().sum::<usize>() == 0 {
+        assert!(waited.elapsed() < Duration::from_secs(60), "no judge call within 60 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     pg_ctl("-m immediate stop");
     tokio::time::sleep(Duration::from_millis(2500)).await;
     pg_ctl("start");

@@ -61,6 +61,7 @@ pub(super) fn walk_pages(
     for (number, id) in pages {
         walk.fill = Some(Colour::BLACK);
         walk.saved.clear();
+        walk.units.clear();
         let resources = page_resources(doc, *id);
         for stream in doc.get_page_contents(*id) {
             let Some(content) = decoded(doc, stream) else { continue };

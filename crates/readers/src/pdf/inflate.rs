@@ -38,6 +38,10 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// keyword; refuses the file when one stream or all together exceed the
 /// limits. Linear: each inflation consumes the bytes it reads.
 pub(super) fn measure_raw_streams(bytes: &[u8], limits: &Limits) -> Result<(), PdfError> {
+    // One inflater and one buffer for every stream: a file may hold a
+    // `stream` keyword every few bytes.
+    let mut z = Decompress::new(true);
+    let mut buf = vec![0u8; 64 << 10];
     let mut total: u64 = 0;
     let mut at = 0;
     while let Some(found) = bytes.get(at..).and_then(|rest| find(rest, b"stream")) {
@@ -50,7 +54,7 @@ pub(super) fn measure_raw_streams(bytes: &[u8], limits: &Limits) -> Result<(), P
             start += 1;
         }
         let data = bytes.get(start..).unwrap_or_default();
-        let (out, consumed) = inflated_size(data, limits.max_stream_bytes)?;
+        let (out, consumed) = inflated_size(&mut z, &mut buf, data, limits.max_stream_bytes)?;
         total = total.saturating_add(out);
         if total > limits.max_inflated_bytes {
             return Err(too_large("its streams together, inflated", limits.max_inflated_bytes));
@@ -62,13 +66,17 @@ pub(super) fn measure_raw_streams(bytes: &[u8], limits: &Limits) -> Result<(), P
 
 /// How many bytes zlib data inflates to (0 when it is not zlib data) and
 /// how many input bytes it took; refused beyond `cap`.
-fn inflated_size(data: &[u8], cap: u64) -> Result<(u64, usize), PdfError> {
-    let mut z = Decompress::new(true);
-    let mut buf = vec![0u8; 64 << 10];
+fn inflated_size(
+    z: &mut Decompress,
+    buf: &mut [u8],
+    data: &[u8],
+    cap: u64,
+) -> Result<(u64, usize), PdfError> {
+    z.reset(true);
     loop {
         let before = (z.total_in(), z.total_out());
         let input = data.get(z.total_in() as usize..).unwrap_or_default();
-        let status = z.decompress(input, &mut buf, FlushDecompress::None);
+        let status = z.decompress(input, buf, FlushDecompress::None);
         if z.total_out() > cap {
             return Err(too_large("one stream, inflated", cap));
         }
@@ -149,7 +157,8 @@ fn bounded(stream: &lopdf::Stream, cap: u64) -> Result<(), String> {
         // An ASCII stage never grows what it decodes.
         let stage = lopdf::Stream::new(dict, stream.content.clone()).decompressed_content();
         if let Ok(zlib) = stage {
-            inflated_size(&zlib, cap)
+            let mut z = Decompress::new(true);
+            inflated_size(&mut z, &mut vec![0u8; 64 << 10], &zlib, cap)
                 .map_err(|_| "one ASCII-armoured stream, inflated".to_string())?;
         }
     }

@@ -47,8 +47,13 @@ pub struct Limits {
     pub max_form_depth: usize,
     /// Most form XObjects drawn, counting repeats, over the whole file.
     pub max_form_draws: usize,
-    /// Most glyphs over the whole file.
+    /// Most glyphs over the whole file …
     pub max_glyphs: usize,
+    /// … and at most this many per byte of the file (at least 20,000):
+    /// text compresses to about a byte per glyph, so a small file that
+    /// draws millions of glyphs is refused in time and memory linear in
+    /// its size.
+    pub max_glyphs_per_byte: usize,
 }
 
 impl Default for Limits {
@@ -61,7 +66,8 @@ impl Default for Limits {
             max_inflated_bytes: 512 << 20,
             max_form_depth: 12,
             max_form_draws: 100_000,
-            max_glyphs: 5_000_000,
+            max_glyphs: 2_000_000,
+            max_glyphs_per_byte: 4,
         }
     }
 }
@@ -284,35 +290,41 @@ pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
     let page_numbers: BTreeMap<lopdf::ObjectId, u32> =
         page_ids.iter().map(|(n, id)| (*id, *n)).collect();
     let labels = navigation::page_labels(&doc, page_ids.len());
-    let mut pages = Vec::with_capacity(page_ids.len());
-    let mut glyph_budget = limits.max_glyphs;
-    let per_page = colours.into_iter().zip(labels).zip(hashes);
-    for ((number, id), ((colours, label), (content_hash, stream_hashes))) in
-        page_ids.iter().zip(per_page)
-    {
-        let extracted = text::extract(&doc, *number, colours, glyph_budget);
-        glyph_budget = glyph_budget.saturating_sub(extracted.glyphs.len());
-        if extracted.exhausted {
-            return Err(PdfError::TooLarge {
-                what: "the glyphs of its pages".into(),
-                limit: limits.max_glyphs as u64,
-            });
-        }
-        let geometry = navigation::geometry(&doc, *id);
-        pages.push(Page {
-            number: *number,
-            label,
-            media_box: geometry.media_box,
-            crop_box: geometry.crop_box,
-            rotation: geometry.rotation,
-            lines: text::lines(&extracted.glyphs),
-            glyphs: extracted.glyphs,
-            annotations: navigation::annotations(&doc, *id, &page_numbers),
-            content_hash,
-            stream_hashes,
-            text_error: extracted.error,
-        });
-    }
+    let annotations: Vec<Vec<Annotation>> =
+        page_ids.values().map(|id| navigation::annotations(&doc, *id, &page_numbers)).collect();
+    let geometry: Vec<navigation::Geometry> =
+        page_ids.values().map(|id| navigation::geometry(&doc, *id)).collect();
+    let budget =
+        limits.max_glyphs.min(bytes.len().saturating_mul(limits.max_glyphs_per_byte).max(20_000));
+    let too_many_glyphs = || PdfError::TooLarge {
+        what: format!("the glyphs of its pages ({} bytes)", bytes.len()),
+        limit: budget as u64,
+    };
+    let extracted =
+        text::extract_all(&mut doc, &page_ids, colours, budget).map_err(|()| too_many_glyphs())?;
+    let per_page = extracted.into_iter().zip(labels).zip(hashes).zip(annotations).zip(geometry);
+    let pages = page_ids
+        .keys()
+        .zip(per_page)
+        .map(
+            |(
+                number,
+                ((((text, label), (content_hash, stream_hashes)), annotations), geometry),
+            )| Page {
+                number: *number,
+                label,
+                media_box: geometry.media_box,
+                crop_box: geometry.crop_box,
+                rotation: geometry.rotation,
+                lines: text::lines(&text.glyphs),
+                glyphs: text.glyphs,
+                annotations,
+                content_hash,
+                stream_hashes,
+                text_error: text.error,
+            },
+        )
+        .collect();
     Ok(Pdf {
         pages,
         bookmarks: navigation::outline(&doc, &page_numbers),

@@ -39,30 +39,50 @@ pub struct TextLine {
     pub glyphs: Vec<usize>,
 }
 
+/// What extraction gave each page: its glyphs, and why it has none (or
+/// fewer) when pdf-extract failed on it.
+#[derive(Default)]
 pub(super) struct Extracted {
     pub glyphs: Vec<Glyph>,
     pub error: Option<String>,
-    /// The glyph budget ran out.
-    pub exhausted: bool,
 }
 
+/// Most pages pdf-extract may fail on before the rest are left unread:
+/// each failure costs a pass over the pages still to read.
+const MAX_FAILED_PAGES: usize = 50;
+
 struct Collector {
-    colours: ShowColours,
+    /// Per page (index = number − 1): the fill colour of each string shown.
+    colours: Vec<ShowColours>,
+    pages: Vec<Extracted>,
+    /// The page being read (1-based), 0 before the first.
+    page: u32,
+    /// The last page whose reading ended.
+    ended: u32,
     word: usize,
-    glyphs: Vec<Glyph>,
+    glyphs: usize,
     budget: usize,
+}
+
+impl Collector {
+    fn current(&mut self) -> Option<&mut Extracted> {
+        self.pages.get_mut((self.page as usize).checked_sub(1)?)
+    }
 }
 
 impl OutputDev for Collector {
     fn begin_page(
         &mut self,
-        _: u32,
+        page: u32,
         _: &MediaBox,
         _: Option<(f64, f64, f64, f64)>,
     ) -> Result<(), OutputError> {
+        self.page = page;
+        self.word = 0;
         Ok(())
     }
     fn end_page(&mut self) -> Result<(), OutputError> {
+        self.ended = self.page;
         Ok(())
     }
     fn output_character(
@@ -73,7 +93,7 @@ impl OutputDev for Collector {
         font_size: f64,
         char: &str,
     ) -> Result<(), OutputError> {
-        if self.glyphs.len() >= self.budget {
+        if self.glyphs >= self.budget {
             return Err(OutputError::FormatError(std::fmt::Error));
         }
         // The font size through the text matrix: the side of the square
@@ -85,14 +105,24 @@ impl OutputDev for Collector {
             return Ok(());
         }
         let advance = if width.is_finite() { width * size } else { 0.0 };
-        self.glyphs.push(Glyph {
-            text: char.to_string(),
-            x,
-            y,
-            size,
-            rect: Rect::normalised(x, y - 0.2 * size, x + advance, y + 0.8 * size),
-            colour: self.colours.get(self.word.saturating_sub(1)).copied().flatten(),
-        });
+        let index = (self.page as usize).saturating_sub(1);
+        let colour = self
+            .colours
+            .get(index)
+            .and_then(|c| c.get(self.word.saturating_sub(1)))
+            .copied()
+            .flatten();
+        self.glyphs += 1;
+        if let Some(page) = self.current() {
+            page.glyphs.push(Glyph {
+                text: char.to_string(),
+                x,
+                y,
+                size,
+                rect: Rect::normalised(x, y - 0.2 * size, x + advance, y + 0.8 * size),
+                colour,
+            });
+        }
         Ok(())
     }
     fn begin_word(&mut self) -> Result<(), OutputError> {
@@ -107,35 +137,83 @@ impl OutputDev for Collector {
     }
 }
 
-/// Extracts one page's glyphs; a page pdf-extract fails on (or panics
-/// on) keeps the glyphs found before and says why.
-pub(super) fn extract(
-    doc: &lopdf::Document,
-    page: u32,
-    colours: ShowColours,
+/// Extracts every page's glyphs in one pass of pdf-extract over the
+/// document (its per-page entry point lists all pages on every call:
+/// quadratic). A page pdf-extract fails or panics on keeps the glyphs
+/// found before and says why; its drawing and every page before it are
+/// then emptied in `doc` and the pass resumes, so the cost stays a pass
+/// per failed page, at most [`MAX_FAILED_PAGES`]. `Err(())` when the
+/// glyph budget runs out.
+pub(super) fn extract_all(
+    doc: &mut lopdf::Document,
+    pages: &std::collections::BTreeMap<u32, lopdf::ObjectId>,
+    colours: Vec<ShowColours>,
     budget: usize,
-) -> Extracted {
-    let mut dev = Collector { colours, word: 0, glyphs: Vec::new(), budget };
-    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        pdf_extract::output_doc_page(doc, &mut dev, page)
-    }));
-    let exhausted = dev.glyphs.len() >= budget;
-    let error = match run {
-        Ok(Ok(())) => None,
-        Ok(Err(_)) if exhausted => None,
-        Ok(Err(e)) => Some(format!("the text of page {page} could not be extracted: {e}")),
-        Err(panic) => {
-            let what = panic
+) -> Result<Vec<Extracted>, ()> {
+    let mut dev = Collector {
+        pages: (0..colours.len()).map(|_| Extracted::default()).collect(),
+        colours,
+        page: 0,
+        ended: 0,
+        word: 0,
+        glyphs: 0,
+        budget,
+    };
+    let mut last_failed = 0;
+    for failures in 0.. {
+        (dev.page, dev.ended) = (0, 0);
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pdf_extract::output_doc(doc, &mut dev)
+        }));
+        let why = match run {
+            Ok(Ok(())) => return Ok(dev.pages),
+            Ok(Err(_)) if dev.glyphs >= budget => return Err(()),
+            Ok(Err(e)) => e.to_string(),
+            Err(panic) => panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown".into());
-            Some(format!(
-                "the text of page {page} could not be extracted (pdf-extract failed: {what})"
-            ))
+                .unwrap_or_else(|| "unknown".into()),
+        };
+        // pdf-extract reads a page's boxes before it begins the page: a
+        // failure after page k ended is page k + 1's.
+        if dev.page == dev.ended {
+            dev.page += 1;
         }
-    };
-    Extracted { glyphs: dev.glyphs, error, exhausted }
+        let failed = dev.page;
+        if let Some(page) = dev.current() {
+            page.error = Some(format!(
+                "the text of page {failed} could not be extracted (pdf-extract: {why})"
+            ));
+        }
+        // No progress (a failure before any page began, or on a page
+        // already emptied) would repeat: the rest stays unread.
+        let stuck = failed <= last_failed;
+        last_failed = failed;
+        if stuck || failures + 1 >= MAX_FAILED_PAGES {
+            for (i, page) in dev.pages.iter_mut().enumerate().skip(failed as usize) {
+                page.error = Some(format!(
+                    "the text of page {} was not extracted: pdf-extract failed on {} page(s) before it",
+                    i + 1,
+                    failures + 1
+                ));
+            }
+            return Ok(dev.pages);
+        }
+        // Pages up to the failed one are done (their boxes, annotations
+        // and hashes were read before): each becomes a blank page that
+        // cannot fail, so the next pass starts, in effect, after it.
+        for id in pages.range(..=failed).map(|(_, id)| *id) {
+            if let Ok(page) = doc.get_object_mut(id).and_then(lopdf::Object::as_dict_mut) {
+                let zero = || lopdf::Object::Integer(0);
+                page.set("Contents", lopdf::Object::Array(Vec::new()));
+                page.set("Resources", lopdf::Dictionary::new());
+                page.set("MediaBox", lopdf::Object::Array(vec![zero(), zero(), zero(), zero()]));
+                page.remove(b"ArtBox");
+            }
+        }
+    }
+    Ok(dev.pages)
 }
 
 /// Groups glyphs into lines: top to bottom by baseline, then left to
