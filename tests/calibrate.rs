@@ -575,3 +575,24 @@ async fn without_keys_the_checks_are_calibrated_and_gate_failures_named() {
     assert!(md.contains(named) && md.contains("fails the gate"), "{md}");
     assert!(stderr.contains(named), "{stderr}");
 }
+
+/// The exhibit tasks (scenario s5, PDF outputs) as a calibration set of
+/// their own: without keys every check verdict is compared with the
+/// verdicts the scenario pins, and all agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pdf_tasks_calibrate_their_checks_against_the_pinned_verdicts() {
+    let dir = temp_dir("calibrate-pdf");
+    let out = dir.join("out");
+    let a = args(&[
+        "calibrate",
+        "--tasks",
+        "scenarios/s5-exhibits/rubrics",
+        "--gold",
+        "scenarios/s5-exhibits",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    let (code, stdout, stderr) = redjury(a, false).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("; 33 of 33 check verdicts agree with gold"), "{stdout}");
+}

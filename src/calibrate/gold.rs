@@ -85,14 +85,17 @@ struct Label {
 /// Where an output named `name` of `task` is looked for, in order:
 /// `<gold>/outputs/<name>/<task>.docx`, each `<outputs>/<name>/<task>.docx`,
 /// and for `gold`, `<gold>/redlines/<task>.docx` — each folder also as
-/// `<task>.xlsx`, for tasks whose output is a workbook.
+/// `<task>.xlsx` and `<task>.pdf`, for tasks whose output is a workbook or
+/// a PDF.
 pub(crate) fn candidates(gold: &Path, outputs: &[PathBuf], name: &str, task: &str) -> Vec<PathBuf> {
     let mut dirs = vec![gold.join("outputs").join(name)];
     dirs.extend(outputs.iter().map(|d| d.join(name)));
     if name == "gold" {
         dirs.push(gold.join("redlines"));
     }
-    dirs.iter().flat_map(|d| ["docx", "xlsx"].map(|ext| d.join(format!("{task}.{ext}")))).collect()
+    dirs.iter()
+        .flat_map(|d| ["docx", "xlsx", "pdf"].map(|ext| d.join(format!("{task}.{ext}"))))
+        .collect()
 }
 
 /// Reads `<gold>/verdicts/*.json` against `tasks`, finding each output.
