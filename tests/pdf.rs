@@ -696,3 +696,18 @@ fn a_glyph_flood_costs_linear_time_and_meets_the_glyph_budget() {
     assert!(err.ends_with(&format!("exceeds the limit of {}", 4 * bytes.len())), "{err}");
     eprintln!("{} byte flood refused in {:?}", bytes.len(), started.elapsed());
 }
+
+/// Text drawn rotated keeps its size: 12 pt at 45° and at 90° reads as
+/// 12 pt (the size through the text matrix is taken by its determinant).
+#[test]
+fn rotated_text_keeps_its_font_size() {
+    let content = "BT /F1 12 Tf 0.7071 0.7071 -0.7071 0.7071 200 200 Tm (slanted) Tj 0 1 -1 0 400 200 Tm (upright) Tj ET";
+    let pdf = pdf::from_bytes(
+        &pdf_of(&one_page(content, "<< /Font << /F1 5 0 R >> >>", &[]), ""),
+        Limits::default(),
+    )
+    .unwrap();
+    let sizes: Vec<String> = pdf.pages[0].glyphs.iter().map(|g| format!("{:.1}", g.size)).collect();
+    assert_eq!(sizes.len(), 14);
+    assert!(sizes.iter().all(|s| s == "12.0"), "{sizes:?}");
+}

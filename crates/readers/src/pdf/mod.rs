@@ -11,9 +11,9 @@
 //! themselves or nest too deep are refused before any text is extracted
 //! (pdf-extract would recurse until the stack overflows), image XObjects
 //! are replaced by empty forms (pdf-extract would parse pixels as
-//! drawing operators), and each page's extraction runs under
-//! `catch_unwind`: a page pdf-extract cannot read keeps its reason
-//! ([`Page::text_error`]) instead of taking the file down.
+//! drawing operators), and extraction runs under `catch_unwind`: a page
+//! pdf-extract cannot read keeps its reason ([`Page::text_error`]) and the
+//! pass resumes after it, instead of the file going down.
 //!
 //! Owns: the PDF's bytes. Must never panic, hang or allocate by a size the
 //! file declares; an encrypted file is refused with that reason.

@@ -96,10 +96,11 @@ impl OutputDev for Collector {
         if self.glyphs >= self.budget {
             return Err(OutputError::FormatError(std::fmt::Error));
         }
-        // The font size through the text matrix: the side of the square
-        // with the area a size × size square takes.
-        let (sx, sy) = (font_size * (trm.m11 + trm.m21), font_size * (trm.m12 + trm.m22));
-        let size = (sx * sy).abs().sqrt();
+        // The font size as drawn: the side of the square a size × size
+        // square becomes through the text matrix (its determinant scales
+        // areas), so rotated text keeps its size.
+        let det = trm.m11 * trm.m22 - trm.m12 * trm.m21;
+        let size = font_size.abs() * det.abs().sqrt();
         let (x, y) = (trm.m31, trm.m32);
         if !(x.is_finite() && y.is_finite() && size.is_finite()) {
             return Ok(());
