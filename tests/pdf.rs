@@ -365,6 +365,19 @@ fn hostile_pdfs_are_refused_within_bounds_with_the_reason() {
             "the PDF's drawings cannot be followed: page 1: form XObject 6 0 draws itself",
         ),
         (
+            // pdf-extract draws any XObject as a form, whatever its subtype.
+            "an XObject without a subtype that draws itself",
+            pdf_of(
+                &one_page(
+                    "/X1 Do",
+                    "<< /XObject << /X1 6 0 R >> >>",
+                    &[stream("/Type /XObject", b"/X1 Do")],
+                ),
+                "",
+            ),
+            "the PDF's drawings cannot be followed: page 1: form XObject 6 0 draws itself",
+        ),
+        (
             "forms nested 40 deep",
             {
                 let mut extra = Vec::new();

@@ -9,7 +9,7 @@
 //! pdf-extract reads them, so the n-th string shown here is the n-th
 //! word pdf-extract reports.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use lopdf::content::Content;
 use lopdf::{Dictionary, Document, Object, ObjectId};
@@ -33,6 +33,18 @@ struct Walk<'d> {
     /// The hashes of what a page's content streams draw at the top level,
     /// in order: each stream, and each form a stream draws.
     units: Vec<String>,
+    /// Every content stream and form followed.
+    drawn: BTreeSet<ObjectId>,
+}
+
+/// Whether pdf-extract draws an XObject as a form: it draws every XObject
+/// so (its `Do` does not look at the subtype), except the images and
+/// PostScript that [`prepare_for_extraction`] blanks. A stream with no
+/// subtype or another one is followed like a form, so that a loop through
+/// it is found here and not by pdf-extract's stack.
+fn drawn_as_form(stream: &lopdf::Stream) -> bool {
+    let subtype = stream.dict.get(b"Subtype").and_then(Object::as_name).ok();
+    !subtype.is_some_and(|s| s == b"Image" || s == b"PS")
 }
 
 impl<'d> Walk<'d> {
@@ -46,8 +58,16 @@ impl<'d> Walk<'d> {
             fill: Some(Colour::BLACK),
             saved: Vec::new(),
             units: Vec::new(),
+            drawn: BTreeSet::new(),
         }
     }
+}
+
+/// What following the pages' drawing found: the colours of the strings
+/// each page shows, and every stream drawn (page contents and forms).
+pub(super) struct Drawing {
+    pub colours: Vec<ShowColours>,
+    pub drawn: BTreeSet<ObjectId>,
 }
 
 /// Follows every page's drawing; `Err` names a loop or a nesting too deep.
@@ -55,7 +75,7 @@ pub(super) fn walk_pages(
     doc: &Document,
     pages: &BTreeMap<u32, ObjectId>,
     limits: &Limits,
-) -> Result<Vec<ShowColours>, PdfError> {
+) -> Result<Drawing, PdfError> {
     let mut walk = Walk::new(doc, limits);
     let mut out = Vec::with_capacity(pages.len());
     for (number, id) in pages {
@@ -64,13 +84,14 @@ pub(super) fn walk_pages(
         walk.units.clear();
         let resources = page_resources(doc, *id);
         for stream in doc.get_page_contents(*id) {
+            walk.drawn.insert(stream);
             let Some(content) = decoded(doc, stream) else { continue };
             walk.ops(&content, resources, &mut Sha256::new())
                 .map_err(|why| PdfError::Drawing(format!("page {number}: {why}")))?;
         }
         out.push(std::mem::take(&mut walk.colours));
     }
-    Ok(out)
+    Ok(Drawing { colours: out, drawn: walk.drawn })
 }
 
 impl<'d> Walk<'d> {
@@ -111,7 +132,8 @@ impl<'d> Walk<'d> {
         Ok(())
     }
 
-    /// Draws the XObject `name`: a form is followed, an image hashed.
+    /// Draws the XObject `name`: an image is hashed, anything else
+    /// followed as a form (as pdf-extract will).
     fn draw(
         &mut self,
         name: &[u8],
@@ -119,7 +141,7 @@ impl<'d> Walk<'d> {
         hash: &mut Sha256,
     ) -> Result<(), String> {
         let Some((id, stream)) = xobject(self.doc, resources, name) else { return Ok(()) };
-        if !stream.dict.get(b"Subtype").and_then(Object::as_name).is_ok_and(|s| s == b"Form") {
+        if !drawn_as_form(stream) {
             hash.update(Sha256::digest(&stream.content));
             return Ok(());
         }
@@ -140,6 +162,7 @@ impl<'d> Walk<'d> {
             .and_then(|r| self.doc.dereference(r).ok())
             .and_then(|(_, r)| r.as_dict().ok())
             .or(resources);
+        self.drawn.insert(id);
         let Some(content) = decoded(self.doc, id) else { return Ok(()) };
         // A form drawn by a page's own stream is a unit of its own: tools
         // that stamp a page (qpdf's overlay) turn the original page into
@@ -200,20 +223,16 @@ fn number(o: &Object) -> Option<f64> {
 
 /// Prepares the document for pdf-extract, which draws every XObject as a
 /// form (parsing an image's pixels as operators) and skips the `'` and
-/// `"` text operators: images become empty forms, and the two operators
-/// are rewritten as the operators the PDF specification defines them as
-/// (`T*` then `Tj`; `"` sets word and character spacing first).
-pub(super) fn prepare_for_extraction(doc: &mut Document) {
-    for object in doc.objects.values_mut() {
+/// `"` text operators: images become empty forms, and in every stream
+/// drawn the two operators are rewritten as the operators the PDF
+/// specification defines them as (`T*` then `Tj`; `"` sets word and
+/// character spacing first).
+pub(super) fn prepare_for_extraction(doc: &mut Document, drawn: &BTreeSet<ObjectId>) {
+    for (id, object) in doc.objects.iter_mut() {
         let Object::Stream(stream) = object else { continue };
-        let subtype = stream.dict.get(b"Subtype").and_then(Object::as_name).ok();
-        let is_form = subtype.is_some_and(|s| s == b"Form");
-        let is_page_content = subtype.is_none() && !stream.dict.has(b"Type");
-        if is_form || is_page_content {
+        if drawn.contains(id) {
             rewrite_quotes(stream);
-            continue;
-        }
-        if subtype.is_some_and(|s| s == b"Image" || s == b"PS") {
+        } else if !drawn_as_form(stream) {
             let mut dict = Dictionary::new();
             dict.set("Type", Object::Name(b"XObject".to_vec()));
             dict.set("Subtype", Object::Name(b"Form".to_vec()));

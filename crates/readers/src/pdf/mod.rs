@@ -282,11 +282,11 @@ pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
             limit: limits.max_pages as u64,
         });
     }
-    let colours = drawing::walk_pages(&doc, &page_ids, &limits)?;
+    let drawing = drawing::walk_pages(&doc, &page_ids, &limits)?;
     // Hashed before the images are blanked: an image is part of a page.
     let hashes: Vec<(String, Vec<String>)> =
         page_ids.values().map(|id| drawing::page_hashes(&doc, *id, &limits)).collect();
-    drawing::prepare_for_extraction(&mut doc);
+    drawing::prepare_for_extraction(&mut doc, &drawing.drawn);
     let page_numbers: BTreeMap<lopdf::ObjectId, u32> =
         page_ids.iter().map(|(n, id)| (*id, *n)).collect();
     let labels = navigation::page_labels(&doc, page_ids.len());
@@ -300,8 +300,8 @@ pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
         what: format!("the glyphs of its pages ({} bytes)", bytes.len()),
         limit: budget as u64,
     };
-    let extracted =
-        text::extract_all(&mut doc, &page_ids, colours, budget).map_err(|()| too_many_glyphs())?;
+    let extracted = text::extract_all(&mut doc, &page_ids, drawing.colours, budget)
+        .map_err(|()| too_many_glyphs())?;
     let per_page = extracted.into_iter().zip(labels).zip(hashes).zip(annotations).zip(geometry);
     let pages = page_ids
         .keys()
