@@ -15,7 +15,7 @@ use lopdf::content::Content;
 use lopdf::{Dictionary, Document, Object, ObjectId};
 use sha2::{Digest, Sha256};
 
-use super::{Colour, Limits, PdfError};
+use super::{Colour, Limits, PdfError, Rect};
 
 /// Per page, the fill colour of each string shown (`None`: a colour
 /// space redjury does not convert, such as a pattern).
@@ -239,6 +239,30 @@ pub(super) fn prepare_for_extraction(doc: &mut Document, drawn: &BTreeSet<Object
             dict.set("BBox", Object::Array(vec![0.into(), 0.into(), 0.into(), 0.into()]));
             *stream = lopdf::Stream::new(dict, Vec::new());
         }
+    }
+}
+
+/// Gives every page its resources and media box itself and cuts its link
+/// to the page tree above: pdf-extract looks inherited keys up the
+/// `/Parent` chain recursively and without a bound (a chain made a loop
+/// overflows its stack). The values are the ones read here, within a
+/// bound; `pdf-extract` finds the pages again from the root's `/Kids`.
+pub(super) fn settle_pages(doc: &mut Document, pages: &BTreeMap<u32, ObjectId>, boxes: &[Rect]) {
+    for (id, media) in pages.values().zip(boxes) {
+        let resources = page_resources(doc, *id).cloned().unwrap_or_default();
+        let Ok(page) = doc.get_object_mut(*id).and_then(Object::as_dict_mut) else { continue };
+        let corner = |v: f64| Object::Real(v as f32);
+        page.set("Resources", resources);
+        page.set(
+            "MediaBox",
+            Object::Array(vec![
+                corner(media.x0),
+                corner(media.y0),
+                corner(media.x1),
+                corner(media.y1),
+            ]),
+        );
+        page.remove(b"Parent");
     }
 }
 

@@ -300,6 +300,8 @@ pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
         what: format!("the glyphs of its pages ({} bytes)", bytes.len()),
         limit: budget as u64,
     };
+    let boxes: Vec<Rect> = geometry.iter().map(|g| g.media_box).collect();
+    drawing::settle_pages(&mut doc, &page_ids, &boxes);
     let extracted = text::extract_all(&mut doc, &page_ids, drawing.colours, budget)
         .map_err(|()| too_many_glyphs())?;
     let per_page = extracted.into_iter().zip(labels).zip(hashes).zip(annotations).zip(geometry);
