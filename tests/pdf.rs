@@ -326,7 +326,8 @@ fn hostile_pdfs_are_refused_within_bounds_with_the_reason() {
         (
             "a 300 MB stream in a 300 KB file",
             pdf_of(&one_page(text, font, &[stream("/Filter /FlateDecode", &zeros)]), ""),
-            "the PDF is too large: one stream, inflated exceeds the limit of 67108864",
+            // 64 times the file's size, the budget of a file this small.
+            "the PDF is too large: its streams together, inflated exceeds the limit of",
         ),
         (
             "the same behind an ASCII85 stage",
@@ -338,7 +339,7 @@ fn hostile_pdfs_are_refused_within_bounds_with_the_reason() {
                 ),
                 "",
             ),
-            "the PDF is too large: one ASCII-armoured stream, inflated exceeds the limit of 67108864",
+            "the PDF is too large: its streams together, decoded exceeds the limit of",
         ),
         (
             "an encrypted file",
@@ -695,8 +696,9 @@ fn a_glyph_flood_costs_linear_time_and_meets_the_glyph_budget() {
         bytes.len()
     );
     assert_eq!(err.as_deref(), Some(want.as_str()));
-    // 60 MiB of one letter in one string: a 62 KB file, refused after
-    // four glyphs per byte of it.
+    // 60 MiB of one letter in one string: a 62 KB file, refused before
+    // any glyph, by what its streams may inflate to (8 MiB at least, 64
+    // times its size).
     let flood = deflate(
         &[b"BT /F1 1 Tf 72 700 Td (".as_slice(), &vec![b'a'; 60 << 20], b") Tj ET"].concat(),
     );
@@ -706,7 +708,10 @@ fn a_glyph_flood_costs_linear_time_and_meets_the_glyph_budget() {
     let started = Instant::now();
     let err =
         pdf::from_bytes(&bytes, Limits::default()).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(err.ends_with(&format!("exceeds the limit of {}", 4 * bytes.len())), "{err}");
+    assert_eq!(
+        err,
+        "the PDF is too large: its streams together, inflated exceeds the limit of 8388608"
+    );
     eprintln!("{} byte flood refused in {:?}", bytes.len(), started.elapsed());
 }
 
@@ -744,4 +749,152 @@ fn a_parent_chain_that_loops_is_not_followed_by_the_text_extractor() {
     assert!(took < Duration::from_secs(5), "{took:?}");
     assert_eq!(pdf.pages[0].text(), "inherited nothing");
     assert_eq!(pdf.pages[0].media_box.x1, 612.0);
+}
+
+fn check(v: serde_json::Value) -> redjury::PreparedCheck {
+    redjury::PreparedCheck::from_json(&v, &root()).unwrap()
+}
+
+fn verdict_of(c: &redjury::PreparedCheck, pdf: &pdf::Pdf) -> (String, String) {
+    let (v, why) = redjury::evaluate_pdf_checks(&[c], pdf).pop().unwrap();
+    (v.as_str().to_string(), why)
+}
+
+/// What a policy could draw to pass a check without showing anything:
+/// text in render mode 3, text at fill alpha 0, text off the page, a
+/// stamp flagged hidden, two Bates numbers run together. None passes,
+/// and the view leaves hidden text out, saying so.
+#[test]
+fn text_and_marks_that_do_not_show_pass_no_check() {
+    let font = "<< /Font << /F1 5 0 R >> /ExtGState << /Clear << /ca 0 >> >> >>";
+    let read = |content: &str, extra: &[Vec<u8>], annots: &str| {
+        let mut objects = one_page(content, font, extra);
+        objects[2] = format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources {font} /Contents 4 0 R {annots} >>").into_bytes();
+        pdf::from_bytes(&pdf_of(&objects, ""), Limits::default()).unwrap()
+    };
+    let legend = check(
+        serde_json::json!({"type": "text_region", "pattern": "CONFIDENTIAL", "region": "bottom_left"}),
+    );
+    for (how, content) in [
+        ("render mode 3", "BT /F1 9 Tf 3 Tr 36 24 Td (CONFIDENTIAL) Tj ET"),
+        ("fill alpha 0", "q /Clear gs BT /F1 9 Tf 36 24 Td (CONFIDENTIAL) Tj ET Q"),
+        ("off the page", "BT /F1 9 Tf 36 -400 Td (CONFIDENTIAL) Tj ET"),
+    ] {
+        let pdf = read(content, &[], "");
+        assert_eq!(verdict_of(&legend, &pdf).0, "FAIL", "{how}");
+        let view = redjury::render_pdf_view(&pdf, redjury::ViewKind::Annotated, "x");
+        assert!(!view.contains("CONFIDENTIAL") && view.contains("1"), "{how}: {view}");
+        assert!(view.contains("glyph(s) drawn so that they do not show"), "{how}: {view}");
+    }
+    let shown = read("BT /F1 9 Tf 36 24 Td (CONFIDENTIAL) Tj ET", &[], "");
+    assert_eq!(verdict_of(&legend, &shown).0, "PASS");
+    let stamp = |flags: u32| {
+        read(
+            "BT /F1 9 Tf 72 700 Td (text) Tj ET",
+            &[format!("<< /Type /Annot /Subtype /Stamp /Rect [400 20 580 80] /F {flags} /Name /Approved >>").into_bytes()],
+            "/Annots [6 0 R]",
+        )
+    };
+    let sticker = check(serde_json::json!({"type": "annotations", "kind": "stamp"}));
+    assert_eq!(verdict_of(&sticker, &stamp(4)).0, "PASS");
+    assert_eq!(
+        verdict_of(&sticker, &stamp(2)),
+        ("FAIL".into(), "page 1 has 0 stamp(s), expected at least 1".into())
+    );
+    let bates =
+        check(serde_json::json!({"type": "bates", "prefix": "ACME", "digits": 6, "start": 101}));
+    let two = read("BT /F1 9 Tf 400 24 Td (ACME000101 ACME000102) Tj ET", &[], "");
+    assert_eq!(
+        verdict_of(&bates, &two).1,
+        "page 1 carries 2 Bates numbers: ACME000101, ACME000102"
+    );
+}
+
+/// Regions are placed on the page as shown: on a page turned 90°, the
+/// number a reader sees in the bottom right is found there.
+#[test]
+fn regions_follow_the_pages_rotation() {
+    // Shown turned 90° clockwise, user space's top right (x near 612, y
+    // near 792) is the shown page's bottom right.
+    let content = "BT /F1 9 Tf 0 1 -1 0 590 700 Tm (ACME000101) Tj ET";
+    let mut objects = one_page(content, "<< /Font << /F1 5 0 R >> >>", &[]);
+    objects[2] = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Rotate 90 /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>".to_vec();
+    let pdf = pdf::from_bytes(&pdf_of(&objects, ""), Limits::default()).unwrap();
+    let bates =
+        check(serde_json::json!({"type": "bates", "prefix": "ACME", "digits": 6, "start": 101}));
+    assert_eq!(
+        verdict_of(&bates, &pdf),
+        ("PASS".into(), "ACME000101–ACME000101 on pages 1–1, in order".into())
+    );
+}
+
+/// Inflation the first passes did not see: a `stream` keyword followed by
+/// a space, Flate behind Flate, zlib with a broken header read as raw
+/// deflate; and an inline image lopdf's parser panics on. Each refused
+/// with a reason, none panicking.
+#[test]
+fn streams_hidden_from_the_first_measure_are_still_bounded() {
+    use std::io::Write;
+    let text = "BT /F1 12 Tf 72 700 Td (hello) Tj ET";
+    let font = "<< /Font << /F1 5 0 R >> >>";
+    let zeros = deflate(&vec![0u8; 200 << 20]);
+    let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+    raw.write_all(&vec![0u8; 200 << 20]).unwrap();
+    let broken_header = [b"xx".as_slice(), &raw.finish().unwrap()].concat();
+    let spaced = {
+        let mut s = b"<< /Filter /FlateDecode /Length ".to_vec();
+        s.extend_from_slice(format!("{} >>\nstream  \n", zeros.len()).as_bytes());
+        s.extend_from_slice(&zeros);
+        s.extend_from_slice(b"\nendstream");
+        s
+    };
+    let cases = [
+        ("space after the keyword", spaced),
+        ("Flate behind Flate", stream("/Filter [/FlateDecode /FlateDecode]", &deflate(&zeros))),
+        ("a broken zlib header", stream("/Filter /FlateDecode", &broken_header)),
+    ];
+    for (what, extra) in cases {
+        let (got, took) =
+            within(Duration::from_secs(30), pdf_of(&one_page(text, font, &[extra]), ""));
+        let err = got.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.starts_with("the PDF is too large: "), "{what}: {err}");
+        assert!(took < Duration::from_secs(10), "{what}: {took:?}");
+    }
+    let inline = "BI /W 1 /H 1 /BPC 8 ID x EI BT /F1 12 Tf 72 700 Td (after) Tj ET";
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let got = pdf::from_bytes(&pdf_of(&one_page(inline, font, &[]), ""), Limits::default());
+    std::panic::set_hook(prev);
+    match got {
+        Ok(pdf) => assert!(pdf.pages.len() == 1),
+        Err(e) => assert!(e.to_string().starts_with("the PDF's structure cannot be read"), "{e}"),
+    }
+}
+
+/// The gate asks that the output show something the input does not: a
+/// re-save is the input, an added bookmark is not.
+#[test]
+fn the_gate_compares_what_a_pdf_shows_not_its_bytes() {
+    let text = "BT /F1 12 Tf 72 700 Td (Exhibit 1) Tj ET";
+    let font = "<< /Font << /F1 5 0 R >> >>";
+    let input = pdf_of(&one_page(text, font, &[]), "");
+    let resaved = pdf_of(&one_page(text, font, &[]), "/Info << /Producer (someone else) >>");
+    let mut marked = one_page(
+        text,
+        font,
+        &[
+            b"<< /Type /Outlines /First 7 0 R >>".to_vec(),
+            b"<< /Title (Exhibit 1) /Dest [3 0 R /Fit] >>".to_vec(),
+        ],
+    );
+    marked[0] = b"<< /Type /Catalog /Pages 2 0 R /Outlines 6 0 R >>".to_vec();
+    let marked = pdf_of(&marked, "");
+    let source = pdf::from_bytes(&input, Limits::default()).unwrap();
+    let gate = |bytes: &[u8]| {
+        let loaded = pdf::from_bytes(bytes, Limits::default());
+        let sha = format!("{:x}", bytes.len());
+        redjury::gate_pdf(&loaded, Some((&source, "input")), &sha)
+    };
+    assert!(!gate(&resaved).passed, "{}", gate(&resaved).reason);
+    assert!(gate(&marked).passed, "{}", gate(&marked).reason);
 }

@@ -78,8 +78,9 @@ pub fn check_workbook(
 }
 
 /// Applies the gate to a PDF's load result: a PDF that loads with at
-/// least one page (the reader refuses none), whose bytes differ from the
-/// task's input and whose pages are not all the input's pages unchanged.
+/// least one page (the reader refuses none) and shows something the
+/// task's input does not — its bytes alone differing (metadata, a
+/// re-save) is not enough.
 pub fn check_pdf(
     loaded: &Result<crate::pdf::Pdf, crate::pdf::PdfError>,
     input: Option<(&crate::pdf::Pdf, &str)>,
@@ -89,20 +90,12 @@ pub fn check_pdf(
         Ok(p) => p,
         Err(e) => return GateResult::failed(e.to_string()),
     };
-    if let Some((source, source_sha)) = input {
-        let same_pages = pdf.pages.len() == source.pages.len()
-            && pdf.pages.iter().zip(&source.pages).all(|(a, b)| a.content_hash == b.content_hash);
-        let same_marks = pdf.bookmarks.len() == source.bookmarks.len()
-            && pdf
-                .pages
-                .iter()
-                .zip(&source.pages)
-                .all(|(a, b)| a.annotations.len() == b.annotations.len());
-        if sha == source_sha || (same_pages && same_marks) {
-            return GateResult::failed(
-                "the PDF is the task's input unchanged: no page, bookmark or annotation differs",
-            );
-        }
+    if let Some((source, source_sha)) = input
+        && (sha == source_sha || same_pdf(pdf, source))
+    {
+        return GateResult::failed(
+            "the PDF is the task's input unchanged: no page, bookmark or annotation differs",
+        );
     }
     let annotations: usize = pdf.pages.iter().map(|p| p.annotations.len()).sum();
     GateResult {
@@ -115,6 +108,21 @@ pub fn check_pdf(
         revisions: 0,
         comments: 0,
     }
+}
+
+/// Whether two PDFs show the same thing: the same pages (drawing, boxes,
+/// rotation, labels, annotations) and the same outline. Anything else a
+/// task may ask of an output (a retargeted link, a renamed bookmark, a
+/// crop) is a difference.
+fn same_pdf(a: &crate::pdf::Pdf, b: &crate::pdf::Pdf) -> bool {
+    let page = |p: &crate::pdf::Page| {
+        let marks = serde_json::to_string(&p.annotations).unwrap_or_default();
+        (p.content_hash.clone(), format!("{:?}{:?}{:?}", p.crop_box, p.rotation, p.label), marks)
+    };
+    let outline = |p: &crate::pdf::Pdf| serde_json::to_string(&p.bookmarks).unwrap_or_default();
+    a.pages.len() == b.pages.len()
+        && a.pages.iter().zip(&b.pages).all(|(x, y)| page(x) == page(y))
+        && outline(a) == outline(b)
 }
 
 /// How many cells of `book` differ from the same sheet's cell in

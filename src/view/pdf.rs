@@ -26,8 +26,12 @@ fn bates(page: &Page) -> Option<String> {
     })
 }
 
+/// PDF text for the view: the document text's escaping, and every `[`
+/// escaped, so no text can open anything like the view's line ids
+/// (`[pg1 l2]`, `[PG1 L2]`, or split by invisible characters).
 fn text(s: &str) -> String {
-    escape(s).replace("[pg", "\\[pg")
+    let pieces: Vec<String> = s.split('[').map(escape).collect();
+    pieces.join("\\[")
 }
 
 /// The view of `pdf`, titled `title`.
@@ -48,6 +52,12 @@ pub(crate) fn render(pdf: &Pdf, title: &str) -> String {
             out.push_str(&format!(" · Bates {}", text(&b)));
         }
         out.push_str("\n\n");
+        let hidden = page.glyphs.iter().filter(|g| g.hidden).count();
+        if hidden > 0 {
+            out.push_str(&format!(
+                "({hidden} glyph(s) drawn so that they do not show — invisible, transparent or off the page — are left out)\n"
+            ));
+        }
         if let Some(why) = &page.text_error {
             out.push_str(&format!("(text not extracted: {})\n", text(why)));
         } else if page.lines.is_empty() {
@@ -125,5 +135,6 @@ fn annotation(page: &Page, a: &Annotation) -> String {
         AnnotationKind::FreeText => format!("text box {at}"),
         AnnotationKind::Other { subtype } => format!("{} annotation {at}", text(subtype)),
     };
-    format!("{what}{colour}{contents}")
+    let hidden = if a.hidden { " (hidden: viewers do not show it)" } else { "" };
+    format!("{what}{colour}{contents}{hidden}")
 }

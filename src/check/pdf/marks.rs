@@ -9,25 +9,30 @@ use crate::check::{Outcome, verdict};
 use crate::pdf::{Annotation, AnnotationKind, Page, Pdf, Rect};
 use crate::task::check_spec::{AnnotationSort, AnnotationsSpec, CompiledPdf, HighlightLines};
 
+/// Whether `a` is a shown annotation of `kind` (a hidden one counts as
+/// absent: viewers do not show it).
 fn of_kind(a: &Annotation, kind: AnnotationSort) -> bool {
-    matches!(
-        (&a.kind, kind),
-        (AnnotationKind::Stamp { .. }, AnnotationSort::Stamp)
-            | (AnnotationKind::Highlight { .. }, AnnotationSort::Highlight)
-            | (AnnotationKind::Note, AnnotationSort::Note)
-    )
+    !a.hidden
+        && matches!(
+            (&a.kind, kind),
+            (AnnotationKind::Stamp { .. }, AnnotationSort::Stamp)
+                | (AnnotationKind::Highlight { .. }, AnnotationSort::Highlight)
+                | (AnnotationKind::Note, AnnotationSort::Note)
+        )
 }
 
-/// What a regex reads of an annotation: a stamp's drawn text, its icon
-/// name and its contents; another's contents.
+/// What a regex reads of an annotation: what a stamp shows (its drawn
+/// text and icon name — not its contents, which a reader sees only in a
+/// pop-up); another's contents.
 fn text_of(a: &Annotation) -> String {
-    let mut parts = Vec::new();
-    if let AnnotationKind::Stamp { name, appearance_text } = &a.kind {
-        parts.push(appearance_text.clone());
-        parts.extend(name.clone());
+    match &a.kind {
+        AnnotationKind::Stamp { name, appearance_text } => {
+            let mut parts = vec![appearance_text.clone()];
+            parts.extend(name.clone());
+            parts.join(" ")
+        }
+        _ => a.contents.clone().unwrap_or_default(),
     }
-    parts.extend(a.contents.clone());
-    parts.join(" ")
 }
 
 /// Whether `r`, shrunk by 1 pt, covers a glyph of the page's text.
@@ -48,16 +53,19 @@ pub(super) fn evaluate(pdf: &Pdf, spec: &AnnotationsSpec, c: &CompiledPdf) -> Ou
         Err(outcome) => return outcome,
     };
     let noun = format!("{:?}", spec.kind).to_lowercase();
+    // With no bound and no line ranges, at least one per page is asked
+    // for: a check an empty page passes would pass an output that did
+    // nothing.
+    let unbounded = spec.max_per_page.is_none() && spec.highlights.is_empty();
+    let min = spec.min_per_page.or(unbounded.then_some(1));
     let mut total = 0;
     for page in &pages {
         let n = page.number;
         let found: Vec<&Annotation> =
             page.annotations.iter().filter(|a| of_kind(a, spec.kind)).collect();
         let count = found.len() as u32;
-        if spec.min_per_page.is_some_and(|m| count < m)
-            || spec.max_per_page.is_some_and(|m| count > m)
-        {
-            let bounds = match (spec.min_per_page, spec.max_per_page) {
+        if min.is_some_and(|m| count < m) || spec.max_per_page.is_some_and(|m| count > m) {
+            let bounds = match (min, spec.max_per_page) {
                 (Some(a), Some(b)) if a == b => format!("{a}"),
                 (Some(a), Some(b)) => format!("{a}–{b}"),
                 (Some(a), None) => format!("at least {a}"),
@@ -93,7 +101,7 @@ pub(super) fn evaluate(pdf: &Pdf, spec: &AnnotationsSpec, c: &CompiledPdf) -> Ou
                 }
             }
             if let Some(region) = &spec.region {
-                let area = region.on(&page.media_box, spec.unit);
+                let area = region.on_page(page, spec.unit);
                 if !area.contains(&a.rect, 1.0) {
                     return verdict(
                         false,

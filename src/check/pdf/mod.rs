@@ -52,7 +52,7 @@ pub(crate) fn lines_in(page: &Page, rect: &Rect) -> (Vec<Glyph>, Vec<TextLine>) 
         })
         .cloned()
         .collect();
-    let lines = crate::pdf::lines(&inside);
+    let lines = crate::pdf::lines(&inside, page.rotation);
     (inside, lines)
 }
 

@@ -75,6 +75,9 @@ pub(super) fn bookmarks(pdf: &Pdf, spec: &BookmarksSpec, c: &CompiledPdf) -> Out
             })
             .collect(),
     };
+    if wants.is_empty() {
+        return verdict(false, "no page starts with a line the check's pattern matches".into());
+    }
     let have = &pdf.bookmarks;
     if spec.only && have.len() != wants.len() {
         return verdict(false, format!("{} bookmarks, expected {}", have.len(), wants.len()));
@@ -143,8 +146,9 @@ pub(super) fn links(pdf: &Pdf, spec: &LinksSpec, c: &CompiledPdf) -> Outcome {
             ),
         );
     }
-    let link_target = |k: &AnnotationKind| match k {
-        AnnotationKind::Link { target } => Some(target.clone()),
+    // A hidden link is no link: a reader cannot click it.
+    let link_target = |a: &crate::pdf::Annotation| match &a.kind {
+        AnnotationKind::Link { target } if !a.hidden => Some(target.clone()),
         _ => None,
     };
     let mut used = Vec::new();
@@ -169,7 +173,7 @@ pub(super) fn links(pdf: &Pdf, spec: &LinksSpec, c: &CompiledPdf) -> Outcome {
             .iter()
             .enumerate()
             .filter(|(_, a)| covers(&a.rect, rect))
-            .filter_map(|(i, a)| Some((i, link_target(&a.kind)?)))
+            .filter_map(|(i, a)| Some((i, link_target(a)?)))
             .collect();
         match over.as_slice() {
             [] => return verdict(false, format!("no link over the contents entry {title:?}")),
@@ -192,7 +196,7 @@ pub(super) fn links(pdf: &Pdf, spec: &LinksSpec, c: &CompiledPdf) -> Outcome {
         for page in &pdf.pages {
             for (i, a) in page.annotations.iter().enumerate() {
                 let is_used = page.number == toc.number && used.contains(&i);
-                if let Some(t) = link_target(&a.kind).filter(|_| !is_used) {
+                if let Some(t) = link_target(a).filter(|_| !is_used) {
                     return verdict(
                         false,
                         format!(

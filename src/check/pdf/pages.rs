@@ -9,13 +9,16 @@ use crate::pdf::{Page, Pdf};
 use crate::task::check_spec::{CompiledPdf, PagesSpec};
 
 /// Whether `out` shows the page `src`: the same content, or every stream
-/// of `src` in order inside `out` (an overlay or underlay added).
+/// of `src` in order inside `out` (an overlay or underlay added), with
+/// every text line of `src`.
+/// Its text must read as `src`'s too: the hashes cover what is drawn,
+/// not the fonts that map codes to letters, so a font swapped to show
+/// other digits is caught by the text.
 fn same_page(out: &Page, src: &Page) -> bool {
-    if out.content_hash == src.content_hash {
-        return true;
-    }
     let n = src.stream_hashes.len();
-    n > 0 && out.stream_hashes.windows(n).any(|w| w == src.stream_hashes.as_slice())
+    let drawn = out.content_hash == src.content_hash
+        || (n > 0 && out.stream_hashes.windows(n).any(|w| w == src.stream_hashes.as_slice()));
+    drawn && (src.lines.is_empty() || shows_text_of(out, src))
 }
 
 /// Whether every text line of `src` is a line of `out` (a stamp may add

@@ -17,7 +17,7 @@ pub(super) fn text_region(pdf: &Pdf, spec: &TextRegionSpec, c: &CompiledPdf) -> 
     };
     for page in &pages {
         let n = page.number;
-        let area = spec.region.on(&page.media_box, spec.unit);
+        let area = spec.region.on_page(page, spec.unit);
         let (glyphs, lines) = lines_in(page, &area);
         let Some(line) = lines.iter().find(|l| re.is_match(&l.text)) else {
             let elsewhere = page.lines.iter().any(|l| re.is_match(&l.text));
@@ -68,6 +68,7 @@ fn moved(out: &Pdf, name: &str, source: &Pdf) -> Option<String> {
             let lost = line.glyphs.iter().filter_map(|i| s.glyphs.get(*i)).find(|g| {
                 let (x, y) = (g.x.round() as i64, g.y.round() as i64);
                 !g.text.trim().is_empty()
+                    && !g.hidden
                     && !(-1..=1)
                         .any(|dx| (-1..=1).any(|dy| at.contains(&(g.text.clone(), x + dx, y + dy))))
             });
@@ -82,8 +83,10 @@ fn moved(out: &Pdf, name: &str, source: &Pdf) -> Option<String> {
     None
 }
 
+/// The glyphs that show, by text and rounded place.
 fn placed(page: &Page) -> HashSet<(String, i64, i64)> {
-    page.glyphs.iter().map(|g| (g.text.clone(), g.x.round() as i64, g.y.round() as i64)).collect()
+    let shown = page.glyphs.iter().filter(|g| !g.hidden);
+    shown.map(|g| (g.text.clone(), g.x.round() as i64, g.y.round() as i64)).collect()
 }
 
 pub(super) fn provenance(pdf: &Pdf, spec: &PdfProvenanceSpec, c: &CompiledPdf) -> Outcome {

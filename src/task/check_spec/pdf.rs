@@ -17,7 +17,8 @@ use crate::pdf::{Pdf, Rect};
 pub enum Region {
     /// A named area of the media box (see docs/checks.md).
     Named(NamedRegion),
-    /// `[x0, y0, x1, y1]` from the bottom left, in `unit`s.
+    /// `[x0, y0, x1, y1]` from the bottom left of the page as shown, in
+    /// `unit`s.
     Box([f64; 4]),
 }
 
@@ -54,26 +55,44 @@ pub enum Unit {
 }
 
 impl Region {
-    /// The region on a page whose media box is `media`.
-    pub fn on(&self, media: &Rect, unit: Unit) -> Rect {
-        let (w, h) = (media.width(), media.height());
-        let (x0, y0) = (media.x0, media.y0);
+    /// The region on `page`, in user space. Regions are given as the page
+    /// is shown: on its visible box (the crop box, else the media box),
+    /// turned by its `/Rotate` — the bottom right of a page turned 90° is
+    /// the bottom right a reader sees.
+    pub fn on_page(&self, page: &crate::pdf::Page, unit: Unit) -> Rect {
+        let visible = page.crop_box.unwrap_or(page.media_box);
+        let quarter = page.rotation.rem_euclid(360) / 90;
+        let (w, h) = (visible.width(), visible.height());
+        // The shown page's size, and a point on it back in user space.
+        let (sw, sh) = if quarter % 2 == 1 { (h, w) } else { (w, h) };
+        let back = |u: f64, v: f64| match quarter {
+            1 => (visible.x1 - v, visible.y0 + u),
+            2 => (visible.x1 - u, visible.y1 - v),
+            3 => (visible.x0 + v, visible.y1 - u),
+            _ => (visible.x0 + u, visible.y0 + v),
+        };
+        let shown = self.on_shown(sw, sh, unit);
+        let (a, b) = back(shown.x0, shown.y0);
+        let (c, d) = back(shown.x1, shown.y1);
+        Rect::normalised(a, b, c, d)
+    }
+
+    /// The region on a shown page of `w` × `h` points, from its bottom left.
+    fn on_shown(&self, w: f64, h: f64, unit: Unit) -> Rect {
         let band = 0.12 * h;
         match self {
             Region::Box([a, b, c, d]) => {
                 let k = if unit == Unit::In { 72.0 } else { 1.0 };
-                Rect::normalised(x0 + a * k, y0 + b * k, x0 + c * k, y0 + d * k)
+                Rect::normalised(a * k, b * k, c * k, d * k)
             }
             Region::Named(n) => match n {
-                NamedRegion::BottomRight => {
-                    Rect { x0: x0 + 0.6 * w, y0, x1: media.x1, y1: y0 + band }
-                }
-                NamedRegion::BottomLeft => Rect { x0, y0, x1: x0 + 0.4 * w, y1: y0 + band },
-                NamedRegion::TopRight => Rect { x0: x0 + 0.6 * w, y0: media.y1 - band, ..*media },
-                NamedRegion::TopLeft => Rect { x1: x0 + 0.4 * w, y0: media.y1 - band, ..*media },
-                NamedRegion::Bottom => Rect { y1: y0 + band, ..*media },
-                NamedRegion::Top => Rect { y0: media.y1 - band, ..*media },
-                NamedRegion::Page => *media,
+                NamedRegion::BottomRight => Rect { x0: 0.6 * w, y0: 0.0, x1: w, y1: band },
+                NamedRegion::BottomLeft => Rect { x0: 0.0, y0: 0.0, x1: 0.4 * w, y1: band },
+                NamedRegion::TopRight => Rect { x0: 0.6 * w, y0: h - band, x1: w, y1: h },
+                NamedRegion::TopLeft => Rect { x0: 0.0, y0: h - band, x1: 0.4 * w, y1: h },
+                NamedRegion::Bottom => Rect { x0: 0.0, y0: 0.0, x1: w, y1: band },
+                NamedRegion::Top => Rect { x0: 0.0, y0: h - band, x1: w, y1: h },
+                NamedRegion::Page => Rect { x0: 0.0, y0: 0.0, x1: w, y1: h },
             },
         }
     }

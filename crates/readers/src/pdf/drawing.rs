@@ -17,9 +17,34 @@ use sha2::{Digest, Sha256};
 
 use super::{Colour, Limits, PdfError, Rect};
 
-/// Per page, the fill colour of each string shown (`None`: a colour
-/// space redjury does not convert, such as a pattern).
-pub(super) type ShowColours = Vec<Option<Colour>>;
+/// How a string is painted: its fill colour (`None`: a colour space
+/// redjury does not convert, such as a pattern), and whether it shows at
+/// all (text render mode 3 or 7, or a fill alpha of 0, paint nothing).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Paint {
+    pub colour: Option<Colour>,
+    pub visible: bool,
+}
+
+/// Per page, how each string shown is painted.
+pub(super) type ShowColours = Vec<Paint>;
+
+/// The graphics state the walk keeps: what `q` saves and `Q` restores.
+#[derive(Clone, Copy)]
+struct State {
+    fill: Option<Colour>,
+    /// The text render mode paints (not 3 or 7).
+    painting: bool,
+    /// The fill alpha (`ca` of a graphics state) is above 0.
+    opaque: bool,
+}
+
+impl State {
+    const INITIAL: State = State { fill: Some(Colour::BLACK), painting: true, opaque: true };
+    fn paint(&self) -> Paint {
+        Paint { colour: self.fill, visible: self.painting && self.opaque }
+    }
+}
 
 struct Walk<'d> {
     doc: &'d Document,
@@ -28,13 +53,18 @@ struct Walk<'d> {
     forms: Vec<ObjectId>,
     draws: usize,
     colours: ShowColours,
-    fill: Option<Colour>,
-    saved: Vec<Option<Colour>>,
+    state: State,
+    saved: Vec<State>,
     /// The hashes of what a page's content streams draw at the top level,
     /// in order: each stream, and each form a stream draws.
     units: Vec<String>,
     /// Every content stream and form followed.
     drawn: BTreeSet<ObjectId>,
+    /// Forms decoded once, however often they are drawn.
+    forms_read: std::collections::HashMap<ObjectId, Option<std::rc::Rc<Content>>>,
+    /// Operators still allowed (forms counted each time they are drawn):
+    /// pdf-extract will follow exactly these.
+    operators_left: usize,
 }
 
 /// Whether pdf-extract draws an XObject as a form: it draws every XObject
@@ -55,10 +85,12 @@ impl<'d> Walk<'d> {
             forms: Vec::new(),
             draws: 0,
             colours: Vec::new(),
-            fill: Some(Colour::BLACK),
+            state: State::INITIAL,
             saved: Vec::new(),
             units: Vec::new(),
             drawn: BTreeSet::new(),
+            forms_read: std::collections::HashMap::new(),
+            operators_left: usize::MAX,
         }
     }
 }
@@ -75,11 +107,13 @@ pub(super) fn walk_pages(
     doc: &Document,
     pages: &BTreeMap<u32, ObjectId>,
     limits: &Limits,
+    operators: usize,
 ) -> Result<Drawing, PdfError> {
     let mut walk = Walk::new(doc, limits);
+    walk.operators_left = operators;
     let mut out = Vec::with_capacity(pages.len());
     for (number, id) in pages {
-        walk.fill = Some(Colour::BLACK);
+        walk.state = State::INITIAL;
         walk.saved.clear();
         walk.units.clear();
         let resources = page_resources(doc, *id);
@@ -101,22 +135,38 @@ impl<'d> Walk<'d> {
         resources: Option<&'d Dictionary>,
         hash: &mut Sha256,
     ) -> Result<(), String> {
+        self.operators_left = self
+            .operators_left
+            .checked_sub(content.operations.len())
+            .ok_or("more drawing operators than the file's size allows")?;
         if let Ok(encoded) = content.encode() {
             hash.update(&encoded);
         }
         for op in &content.operations {
             let numbers = || op.operands.iter().filter_map(number).collect::<Vec<f64>>();
             match op.operator.as_str() {
-                "q" => self.saved.push(self.fill),
-                "Q" => self.fill = self.saved.pop().unwrap_or(self.fill),
-                "g" | "rg" | "k" | "sc" | "scn" => self.fill = Colour::from_components(&numbers()),
-                "cs" => self.fill = Some(Colour::BLACK),
-                "Tj" | "'" | "\"" => self.colours.push(self.fill),
+                "q" => self.saved.push(self.state),
+                "Q" => self.state = self.saved.pop().unwrap_or(self.state),
+                "g" | "rg" | "k" | "sc" | "scn" => {
+                    self.state.fill = Colour::from_components(&numbers())
+                }
+                "cs" => self.state.fill = Some(Colour::BLACK),
+                "Tr" => {
+                    let mode = numbers().first().copied().unwrap_or(0.0);
+                    self.state.painting = mode != 3.0 && mode != 7.0;
+                }
+                "gs" => {
+                    let name = op.operands.first().and_then(|n| n.as_name().ok());
+                    if let Some(alpha) = name.and_then(|n| fill_alpha(self.doc, resources, n)) {
+                        self.state.opaque = alpha > 0.0;
+                    }
+                }
+                "Tj" | "'" | "\"" => self.colours.push(self.state.paint()),
                 "TJ" => {
                     let strings = op.operands.first().and_then(|a| a.as_array().ok());
                     for s in strings.into_iter().flatten() {
                         if matches!(s, Object::String(..)) {
-                            self.colours.push(self.fill);
+                            self.colours.push(self.state.paint());
                         }
                     }
                 }
@@ -163,7 +213,10 @@ impl<'d> Walk<'d> {
             .and_then(|(_, r)| r.as_dict().ok())
             .or(resources);
         self.drawn.insert(id);
-        let Some(content) = decoded(self.doc, id) else { return Ok(()) };
+        let doc = self.doc;
+        let read =
+            self.forms_read.entry(id).or_insert_with(|| decoded(doc, id).map(std::rc::Rc::new));
+        let Some(content) = read.clone() else { return Ok(()) };
         // A form drawn by a page's own stream is a unit of its own: tools
         // that stamp a page (qpdf's overlay) turn the original page into
         // such a form, unchanged.
@@ -193,6 +246,13 @@ fn page_resources(doc: &Document, page: ObjectId) -> Option<&Dictionary> {
         node = doc.get_dictionary(parent).ok()?;
     }
     None
+}
+
+/// The fill alpha (`ca`) a named graphics state sets, if it sets one.
+fn fill_alpha(doc: &Document, resources: Option<&Dictionary>, name: &[u8]) -> Option<f64> {
+    let states = doc.dereference(resources?.get(b"ExtGState").ok()?).ok()?.1.as_dict().ok()?;
+    let state = doc.dereference(states.get(name).ok()?).ok()?.1.as_dict().ok()?;
+    number(state.get(b"ca").ok()?)
 }
 
 fn xobject<'d>(

@@ -18,6 +18,7 @@
 //! Owns: the PDF's bytes. Must never panic, hang or allocate by a size the
 //! file declares; an encrypted file is refused with that reason.
 
+mod defang;
 mod drawing;
 mod inflate;
 mod navigation;
@@ -41,12 +42,21 @@ pub struct Limits {
     pub max_pages: usize,
     /// Largest a single stream may inflate to.
     pub max_stream_bytes: u64,
-    /// Largest all streams together may inflate to.
+    /// Largest all streams together may inflate to …
     pub max_inflated_bytes: u64,
+    /// … and at most this many times the file's size (at least 8 MiB).
+    pub max_inflation_per_byte: u64,
     /// Deepest nesting of form XObjects (a form drawing a form …).
     pub max_form_depth: usize,
     /// Most form XObjects drawn, counting repeats, over the whole file.
     pub max_form_draws: usize,
+    /// Most annotations over the whole file.
+    pub max_annotations: usize,
+    /// Most operators followed while walking the pages' drawing (forms
+    /// counted each time they are drawn) …
+    pub max_operators: usize,
+    /// … and at most this many per byte of the file (at least 1,000,000).
+    pub max_operators_per_byte: usize,
     /// Most glyphs over the whole file …
     pub max_glyphs: usize,
     /// … and at most this many per byte of the file (at least 20,000):
@@ -64,8 +74,12 @@ impl Default for Limits {
             max_pages: 10_000,
             max_stream_bytes: 64 << 20,
             max_inflated_bytes: 512 << 20,
+            max_inflation_per_byte: 64,
             max_form_depth: 12,
             max_form_draws: 100_000,
+            max_annotations: 100_000,
+            max_operators: 20_000_000,
+            max_operators_per_byte: 16,
             max_glyphs: 2_000_000,
             max_glyphs_per_byte: 4,
         }
@@ -250,8 +264,22 @@ pub struct Pdf {
     pub metadata: Metadata,
 }
 
-/// Reads a PDF from its bytes within `limits`.
+/// Reads a PDF from its bytes within `limits`. A panic in lopdf (its
+/// content parser unwraps on some inline images) or in this reader is the
+/// file's error, not the caller's.
 pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
+    let read = std::panic::catch_unwind(|| read(bytes, limits));
+    read.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        Err(PdfError::Structure(format!("a reader failed on it ({what})")))
+    })
+}
+
+fn read(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
     if bytes.len() as u64 > limits.max_file_bytes {
         return Err(PdfError::TooLarge { what: "the file".into(), limit: limits.max_file_bytes });
     }
@@ -263,9 +291,6 @@ pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
     }
     inflate::measure_raw_streams(bytes, &limits)?;
     let mut doc = inflate::load(bytes, &limits)?;
-    if doc.is_encrypted() {
-        return Err(PdfError::Encrypted);
-    }
     if doc.objects.len() > limits.max_objects {
         return Err(PdfError::TooLarge {
             what: format!("{} objects", doc.objects.len()),
@@ -282,16 +307,22 @@ pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
             limit: limits.max_pages as u64,
         });
     }
-    let drawing = drawing::walk_pages(&doc, &page_ids, &limits)?;
+    let operators = limits
+        .max_operators
+        .min(bytes.len().saturating_mul(limits.max_operators_per_byte).max(1_000_000));
+    let drawing = drawing::walk_pages(&doc, &page_ids, &limits, operators)?;
     // Hashed before the images are blanked: an image is part of a page.
     let hashes: Vec<(String, Vec<String>)> =
         page_ids.values().map(|id| drawing::page_hashes(&doc, *id, &limits)).collect();
     drawing::prepare_for_extraction(&mut doc, &drawing.drawn);
+    defang::defang(&mut doc);
     let page_numbers: BTreeMap<lopdf::ObjectId, u32> =
         page_ids.iter().map(|(n, id)| (*id, *n)).collect();
     let labels = navigation::page_labels(&doc, page_ids.len());
-    let annotations: Vec<Vec<Annotation>> =
-        page_ids.values().map(|id| navigation::annotations(&doc, *id, &page_numbers)).collect();
+    let destinations =
+        navigation::Pages { numbers: &page_numbers, names: navigation::Names::of(&doc) };
+    let annotations = navigation::all_annotations(&doc, &page_ids, &destinations, &limits)?;
+    let bookmarks = navigation::outline(&doc, &destinations);
     let geometry: Vec<navigation::Geometry> =
         page_ids.values().map(|id| navigation::geometry(&doc, *id)).collect();
     let budget =
@@ -308,30 +339,46 @@ pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
     let pages = page_ids
         .keys()
         .zip(per_page)
-        .map(
-            |(
-                number,
-                ((((text, label), (content_hash, stream_hashes)), annotations), geometry),
-            )| Page {
-                number: *number,
-                label,
-                media_box: geometry.media_box,
-                crop_box: geometry.crop_box,
-                rotation: geometry.rotation,
-                lines: text::lines(&text.glyphs),
-                glyphs: text.glyphs,
-                annotations,
-                content_hash,
-                stream_hashes,
-                text_error: text.error,
-            },
-        )
+        .map(|(number, ((((text, label), hashes), annotations), geometry))| Page {
+            number: *number,
+            label,
+            media_box: geometry.media_box,
+            crop_box: geometry.crop_box,
+            rotation: geometry.rotation,
+            annotations,
+            ..page_text(text, hashes, &geometry)
+        })
         .collect();
-    Ok(Pdf {
-        pages,
-        bookmarks: navigation::outline(&doc, &page_numbers),
-        metadata: navigation::metadata(&doc),
-    })
+    Ok(Pdf { pages, bookmarks, metadata: navigation::metadata(&doc) })
+}
+
+/// A page's text, hashes and lines: glyphs whose centre lies outside the
+/// visible box (the crop box, else the media box) do not show.
+fn page_text(
+    mut text: text::Extracted,
+    (content_hash, stream_hashes): (String, Vec<String>),
+    geometry: &navigation::Geometry,
+) -> Page {
+    let visible = geometry.crop_box.unwrap_or(geometry.media_box);
+    for g in &mut text.glyphs {
+        let (cx, cy) = ((g.rect.x0 + g.rect.x1) / 2.0, (g.rect.y0 + g.rect.y1) / 2.0);
+        if cx < visible.x0 || cx > visible.x1 || cy < visible.y0 || cy > visible.y1 {
+            g.hidden = true;
+        }
+    }
+    Page {
+        number: 0,
+        label: None,
+        media_box: geometry.media_box,
+        crop_box: None,
+        rotation: 0,
+        lines: text::lines(&text.glyphs, geometry.rotation),
+        glyphs: text.glyphs,
+        annotations: Vec::new(),
+        content_hash,
+        stream_hashes,
+        text_error: text.error,
+    }
 }
 
 /// Whether the bytes look like a PDF (they start with `%PDF-`).

@@ -85,6 +85,8 @@ pub struct Annotation {
     pub contents: Option<String>,
     /// `/C`, its colour.
     pub colour: Option<Colour>,
+    /// Its flags (`/F`) say Hidden or NoView: viewers do not show it.
+    pub hidden: bool,
 }
 
 /// One outline entry.
@@ -159,46 +161,58 @@ fn dict_text(doc: &Document, d: &Dictionary, key: &[u8]) -> Option<String> {
     text(o).filter(|s| !s.is_empty())
 }
 
-/// The page labels, one per page (`None` where the file defines none).
-pub(super) fn page_labels(doc: &Document, pages: usize) -> Vec<Option<String>> {
-    let mut ranges: Vec<(usize, Dictionary)> = Vec::new();
-    if let Some(tree) = catalog_entry(doc, b"PageLabels").and_then(|o| o.as_dict().ok()) {
-        number_tree(doc, tree, &mut ranges, &mut HashSet::new());
-    }
-    ranges.sort_by_key(|(start, _)| *start);
-    (0..pages)
-        .map(|i| {
-            let (start, style) = ranges.iter().rev().find(|(s, _)| *s <= i)?;
-            Some(label(doc, style, i - start))
-        })
-        .collect()
-}
-
-fn number_tree(
-    doc: &Document,
+/// Pushes a tree node's `/Kids` not seen before, within [`MAX_NODES`]:
+/// a file may link a tree into a loop.
+fn push_kids<'d>(
+    doc: &'d Document,
     node: &Dictionary,
-    out: &mut Vec<(usize, Dictionary)>,
     seen: &mut HashSet<ObjectId>,
+    stack: &mut Vec<&'d Dictionary>,
 ) {
-    if let Ok(nums) = node.get(b"Nums").and_then(Object::as_array) {
-        for pair in nums.chunks(2) {
-            if let [key, value] = pair
-                && let (Ok(k), Ok((_, v))) = (key.as_i64(), doc.dereference(value))
-                && let (Ok(k), Ok(v)) = (usize::try_from(k), v.as_dict())
-            {
-                out.push((k, v.clone()));
-            }
-        }
-    }
     for kid in node.get(b"Kids").and_then(Object::as_array).into_iter().flatten() {
         let Ok(id) = kid.as_reference() else { continue };
         if seen.len() < MAX_NODES
             && seen.insert(id)
             && let Ok(d) = doc.get_dictionary(id)
         {
-            number_tree(doc, d, out, seen);
+            stack.push(d);
         }
     }
+}
+
+/// The page labels, one per page (`None` where the file defines none):
+/// the number tree walked without recursion, then pages and ranges in one
+/// sweep.
+pub(super) fn page_labels(doc: &Document, pages: usize) -> Vec<Option<String>> {
+    let mut ranges: Vec<(usize, &Dictionary)> = Vec::new();
+    let root = catalog_entry(doc, b"PageLabels").and_then(|o| o.as_dict().ok());
+    let mut stack: Vec<&Dictionary> = root.into_iter().collect();
+    let mut seen = HashSet::new();
+    while let Some(node) = stack.pop() {
+        if let Ok(nums) = node.get(b"Nums").and_then(Object::as_array) {
+            for pair in nums.chunks(2).take(MAX_NODES) {
+                if let [key, value] = pair
+                    && let (Ok(k), Ok((_, v))) = (key.as_i64(), doc.dereference(value))
+                    && let (Ok(k), Ok(v)) = (usize::try_from(k), v.as_dict())
+                    && k < pages
+                {
+                    ranges.push((k, v));
+                }
+            }
+        }
+        push_kids(doc, node, &mut seen, &mut stack);
+    }
+    ranges.sort_by_key(|(start, _)| *start);
+    let mut out = Vec::with_capacity(pages);
+    let mut current: Option<&(usize, &Dictionary)> = None;
+    let mut next = ranges.iter().peekable();
+    for i in 0..pages {
+        while let Some(r) = next.next_if(|(start, _)| *start <= i) {
+            current = Some(r);
+        }
+        out.push(current.map(|(start, style)| label(doc, style, i - start)));
+    }
+    out
 }
 
 fn label(doc: &Document, style: &Dictionary, offset: usize) -> String {
@@ -259,18 +273,18 @@ fn catalog_entry<'d>(doc: &'d Document, key: &[u8]) -> Option<&'d Object> {
 
 /// Resolves a destination (an explicit array, or a name looked up in
 /// the catalog's `/Dests` or `/Names /Dests`) to a target.
-fn destination(doc: &Document, dest: &Object, pages: &BTreeMap<ObjectId, u32>) -> LinkTarget {
+fn destination(doc: &Document, dest: &Object, pages: &Pages<'_>) -> LinkTarget {
     let dest = doc.dereference(dest).map(|(_, o)| o).unwrap_or(dest);
     match dest {
         Object::Array(a) => match a.first() {
-            Some(Object::Reference(id)) => match pages.get(id) {
+            Some(Object::Reference(id)) => match pages.numbers.get(id) {
                 Some(page) => LinkTarget::Page { page: *page },
                 None => LinkTarget::Unresolved { what: format!("object {} {}", id.0, id.1) },
             },
             Some(Object::Integer(i)) => LinkTarget::Unresolved { what: format!("page index {i}") },
             _ => LinkTarget::Unresolved { what: "an empty destination".into() },
         },
-        Object::Name(n) | Object::String(n, _) => match named(doc, n) {
+        Object::Name(n) | Object::String(n, _) => match pages.names.get(doc, n) {
             Some(Object::Array(a)) => destination(doc, &Object::Array(a), pages),
             _ => LinkTarget::Unresolved {
                 what: format!("the name {:?}", String::from_utf8_lossy(n)),
@@ -284,50 +298,54 @@ fn destination(doc: &Document, dest: &Object, pages: &BTreeMap<ObjectId, u32>) -
     }
 }
 
-/// A named destination's value.
-fn named(doc: &Document, name: &[u8]) -> Option<Object> {
-    if let Some(d) = catalog_entry(doc, b"Dests").and_then(|o| o.as_dict().ok())
-        && let Ok(v) = d.get(name)
-    {
-        let v = doc.dereference(v).ok()?.1;
-        return Some(match v {
-            Object::Dictionary(d) => d.get(b"D").ok()?.clone(),
-            other => other.clone(),
-        });
-    }
-    let names = catalog_entry(doc, b"Names")?.as_dict().ok()?;
-    let tree = doc.dereference(names.get(b"Dests").ok()?).ok()?.1.as_dict().ok()?;
-    let mut seen = HashSet::new();
-    let mut stack = vec![tree];
-    while let Some(node) = stack.pop() {
-        if let Ok(pairs) = node.get(b"Names").and_then(Object::as_array) {
-            for pair in pairs.chunks(2) {
-                if let [Object::String(k, _), v] = pair
-                    && k.as_slice() == name
-                {
-                    let v = doc.dereference(v).ok()?.1;
-                    return Some(match v {
-                        Object::Dictionary(d) => d.get(b"D").ok()?.clone(),
-                        other => other.clone(),
-                    });
+/// The document's named destinations, read once: the catalog's `/Dests`
+/// dictionary and the `/Names /Dests` name tree (walked without
+/// recursion, each node once).
+pub(super) struct Names<'d> {
+    map: std::collections::HashMap<&'d [u8], &'d Object>,
+}
+
+impl<'d> Names<'d> {
+    pub(super) fn of(doc: &'d Document) -> Names<'d> {
+        let mut map = std::collections::HashMap::new();
+        if let Some(d) = catalog_entry(doc, b"Dests").and_then(|o| o.as_dict().ok()) {
+            for (k, v) in d.iter().take(MAX_NODES) {
+                map.insert(k.as_slice(), v);
+            }
+        }
+        let tree = catalog_entry(doc, b"Names")
+            .and_then(|n| n.as_dict().ok())
+            .and_then(|n| doc.dereference(n.get(b"Dests").ok()?).ok())
+            .and_then(|(_, t)| t.as_dict().ok());
+        let mut seen = HashSet::new();
+        let mut stack: Vec<&Dictionary> = tree.into_iter().collect();
+        while let Some(node) = stack.pop() {
+            if let Ok(pairs) = node.get(b"Names").and_then(Object::as_array) {
+                for pair in pairs.chunks(2) {
+                    if let [Object::String(k, _), v] = pair
+                        && map.len() < MAX_NODES
+                    {
+                        map.entry(k.as_slice()).or_insert(v);
+                    }
                 }
             }
+            push_kids(doc, node, &mut seen, &mut stack);
         }
-        for kid in node.get(b"Kids").and_then(Object::as_array).into_iter().flatten() {
-            let Ok(id) = kid.as_reference() else { continue };
-            if seen.len() < MAX_NODES
-                && seen.insert(id)
-                && let Ok(d) = doc.get_dictionary(id)
-            {
-                stack.push(d);
-            }
-        }
+        Names { map }
     }
-    None
+
+    /// A named destination's value (its `/D` when it is a dictionary).
+    fn get(&self, doc: &'d Document, name: &[u8]) -> Option<Object> {
+        let v = doc.dereference(self.map.get(name)?).ok()?.1;
+        Some(match v {
+            Object::Dictionary(d) => d.get(b"D").ok()?.clone(),
+            other => other.clone(),
+        })
+    }
 }
 
 /// Where an action or a `/Dest` leads.
-fn target(doc: &Document, d: &Dictionary, pages: &BTreeMap<ObjectId, u32>) -> Option<LinkTarget> {
+fn target(doc: &Document, d: &Dictionary, pages: &Pages<'_>) -> Option<LinkTarget> {
     if let Ok(dest) = d.get(b"Dest") {
         return Some(destination(doc, dest, pages));
     }
@@ -363,29 +381,49 @@ fn target(doc: &Document, d: &Dictionary, pages: &BTreeMap<ObjectId, u32>) -> Op
     }
 }
 
-/// A page's annotations.
-pub(super) fn annotations(
-    doc: &Document,
-    page: ObjectId,
-    pages: &BTreeMap<ObjectId, u32>,
-) -> Vec<Annotation> {
-    let Some(list) = doc
-        .get_dictionary(page)
-        .ok()
-        .and_then(|p| p.get(b"Annots").ok())
-        .and_then(|a| doc.dereference(a).ok())
-        .and_then(|(_, a)| a.as_array().ok())
-    else {
-        return Vec::new();
-    };
-    list.iter()
-        .take(MAX_NODES)
-        .filter_map(|a| doc.dereference(a).ok()?.1.as_dict().ok())
-        .map(|d| annotation(doc, d, pages))
-        .collect()
+/// What resolving a destination needs: page numbers by object, and the
+/// named destinations.
+pub(super) struct Pages<'d> {
+    pub numbers: &'d BTreeMap<ObjectId, u32>,
+    pub names: Names<'d>,
 }
 
-fn annotation(doc: &Document, d: &Dictionary, pages: &BTreeMap<ObjectId, u32>) -> Annotation {
+/// Every page's annotations, within [`super::Limits::max_annotations`]
+/// over the file (an `/Annots` array may be shared by every page).
+pub(super) fn all_annotations(
+    doc: &Document,
+    page_ids: &BTreeMap<u32, ObjectId>,
+    pages: &Pages<'_>,
+    limits: &super::Limits,
+) -> Result<Vec<Vec<Annotation>>, super::PdfError> {
+    let mut left = limits.max_annotations;
+    let mut out = Vec::with_capacity(page_ids.len());
+    for id in page_ids.values() {
+        let list = doc
+            .get_dictionary(*id)
+            .ok()
+            .and_then(|p| p.get(b"Annots").ok())
+            .and_then(|a| doc.dereference(a).ok())
+            .and_then(|(_, a)| a.as_array().ok());
+        let list = list.map(Vec::as_slice).unwrap_or_default();
+        if list.len() > left {
+            return Err(super::PdfError::TooLarge {
+                what: "its annotations".into(),
+                limit: limits.max_annotations as u64,
+            });
+        }
+        left -= list.len();
+        out.push(
+            list.iter()
+                .filter_map(|a| doc.dereference(a).ok()?.1.as_dict().ok())
+                .map(|d| annotation(doc, d, pages))
+                .collect(),
+        );
+    }
+    Ok(out)
+}
+
+fn annotation(doc: &Document, d: &Dictionary, pages: &Pages<'_>) -> Annotation {
     let subtype = d.get(b"Subtype").and_then(Object::as_name).unwrap_or(b"");
     let kind = match subtype {
         b"Link" => AnnotationKind::Link {
@@ -409,11 +447,13 @@ fn annotation(doc: &Document, d: &Dictionary, pages: &BTreeMap<ObjectId, u32>) -
         d.get(b"C").and_then(Object::as_array).ok().and_then(|c| {
             Colour::from_components(&c.iter().filter_map(number).collect::<Vec<_>>())
         });
+    let flags = d.get(b"F").and_then(Object::as_i64).unwrap_or(0);
     Annotation {
         kind,
         rect: rect_of(d.get(b"Rect").ok()).unwrap_or_default(),
         contents: dict_text(doc, d, b"Contents"),
         colour,
+        hidden: flags & (2 | 32) != 0,
     }
 }
 
@@ -468,7 +508,7 @@ fn appearance_text(doc: &Document, d: &Dictionary) -> String {
 }
 
 /// The outline, depth first.
-pub(super) fn outline(doc: &Document, pages: &BTreeMap<ObjectId, u32>) -> Vec<Bookmark> {
+pub(super) fn outline(doc: &Document, pages: &Pages<'_>) -> Vec<Bookmark> {
     let mut out = Vec::new();
     let Some(root) = catalog_entry(doc, b"Outlines").and_then(|o| o.as_dict().ok()) else {
         return out;

@@ -24,6 +24,10 @@ pub struct Glyph {
     pub rect: Rect,
     /// The fill colour (`None`: a colour space not converted).
     pub colour: Option<Colour>,
+    /// Drawn so that it does not show: an invisible render mode, a fill
+    /// alpha of 0, or outside the page's visible box. Lines, views and
+    /// checks leave hidden glyphs out.
+    pub hidden: bool,
 }
 
 /// A line of text: glyphs sharing a baseline, left to right.
@@ -102,18 +106,16 @@ impl OutputDev for Collector {
         let det = trm.m11 * trm.m22 - trm.m12 * trm.m21;
         let size = font_size.abs() * det.abs().sqrt();
         let (x, y) = (trm.m31, trm.m32);
+        // Counted before anything is dropped: a glyph the budget does not
+        // see could be drawn without end.
+        self.glyphs += 1;
         if !(x.is_finite() && y.is_finite() && size.is_finite()) {
             return Ok(());
         }
         let advance = if width.is_finite() { width * size } else { 0.0 };
         let index = (self.page as usize).saturating_sub(1);
-        let colour = self
-            .colours
-            .get(index)
-            .and_then(|c| c.get(self.word.saturating_sub(1)))
-            .copied()
-            .flatten();
-        self.glyphs += 1;
+        let paint =
+            self.colours.get(index).and_then(|c| c.get(self.word.saturating_sub(1))).copied();
         if let Some(page) = self.current() {
             page.glyphs.push(Glyph {
                 text: char.to_string(),
@@ -121,7 +123,8 @@ impl OutputDev for Collector {
                 y,
                 size,
                 rect: Rect::normalised(x, y - 0.2 * size, x + advance, y + 0.8 * size),
-                colour,
+                colour: paint.and_then(|p| p.colour),
+                hidden: paint.is_some_and(|p| !p.visible),
             });
         }
         Ok(())
@@ -217,51 +220,68 @@ pub(super) fn extract_all(
     Ok(dev.pages)
 }
 
-/// Groups glyphs into lines: top to bottom by baseline, then left to
-/// right; a space goes where the gap exceeds 0.15 of the size. A line's
-/// glyph indexes point into `glyphs`.
-pub fn lines(glyphs: &[Glyph]) -> Vec<TextLine> {
-    let mut order: Vec<usize> = (0..glyphs.len()).collect();
+/// Groups the glyphs that show into lines, as the page is shown (turned by
+/// `rotation` degrees): top to bottom by baseline, then left to right; a
+/// space goes where the gap exceeds 0.15 of the size. A line's glyph
+/// indexes point into `glyphs`; hidden glyphs are in none.
+pub fn lines(glyphs: &[Glyph], rotation: i64) -> Vec<TextLine> {
+    let turn = Turn(rotation.rem_euclid(360) / 90);
+    let shows = |i: &usize| glyphs.get(*i).is_some_and(|g| !g.hidden);
+    let mut order: Vec<usize> = (0..glyphs.len()).filter(shows).collect();
     let at = |i: usize| glyphs.get(i);
-    order.sort_by(|a, b| {
-        let (ga, gb) = (at(*a), at(*b));
-        let ya = ga.map(|g| g.y).unwrap_or_default();
-        let yb = gb.map(|g| g.y).unwrap_or_default();
-        yb.total_cmp(&ya)
-    });
+    let up = |i: usize| at(i).map(|g| turn.shown(g).1).unwrap_or_default();
+    order.sort_by(|a, b| up(*b).total_cmp(&up(*a)));
     let mut out: Vec<TextLine> = Vec::new();
     let mut current: Vec<usize> = Vec::new();
     let mut baseline = f64::NAN;
     for i in order {
         let Some(g) = at(i) else { continue };
-        if !current.is_empty() && (g.y - baseline).abs() > 0.5 * g.size.max(1.0) {
-            out.push(line(glyphs, std::mem::take(&mut current)));
+        let v = turn.shown(g).1;
+        if !current.is_empty() && (v - baseline).abs() > 0.5 * g.size.max(1.0) {
+            out.push(line(glyphs, std::mem::take(&mut current), turn));
         }
         if current.is_empty() {
-            baseline = g.y;
+            baseline = v;
         }
         current.push(i);
     }
     if !current.is_empty() {
-        out.push(line(glyphs, current));
+        out.push(line(glyphs, current, turn));
     }
     out
 }
 
-fn line(glyphs: &[Glyph], mut members: Vec<usize>) -> TextLine {
-    let x = |i: &usize| glyphs.get(*i).map(|g| g.x).unwrap_or_default();
+/// A page's rotation in quarter turns, clockwise.
+#[derive(Clone, Copy)]
+struct Turn(i64);
+
+impl Turn {
+    /// A glyph's origin as the page is shown: (across, up), up to a shift.
+    fn shown(self, g: &Glyph) -> (f64, f64) {
+        match self.0 {
+            1 => (g.y, -g.x),
+            2 => (-g.x, -g.y),
+            3 => (-g.y, g.x),
+            _ => (g.x, g.y),
+        }
+    }
+}
+
+fn line(glyphs: &[Glyph], mut members: Vec<usize>, turn: Turn) -> TextLine {
+    let x = |i: &usize| glyphs.get(*i).map(|g| turn.shown(g).0).unwrap_or_default();
     members.sort_by(|a, b| x(a).total_cmp(&x(b)));
     let mut text = String::new();
     let mut rect: Option<Rect> = None;
     let mut size: f64 = 0.0;
     let mut end = f64::NEG_INFINITY;
     for g in members.iter().filter_map(|i| glyphs.get(*i)) {
-        let gap = g.x - end;
+        let across = turn.shown(g).0;
+        let gap = across - end;
         if !text.is_empty() && gap > 0.15 * g.size && !text.ends_with(' ') && g.text != " " {
             text.push(' ');
         }
         text.push_str(&g.text);
-        end = end.max(g.rect.x1);
+        end = end.max(across + g.rect.width());
         size = size.max(g.size);
         rect = Some(match rect {
             None => g.rect,
