@@ -175,16 +175,17 @@ fn sampler_seen(body: &str, id: &str) -> u64 {
     *n - 1
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
-    let world = Arc::new(world().await);
-    // Panel order puts the perfect judge last: ranking must find it.
-    let profiles = ["follower", "flipper", "order", "perfect"];
+/// One mock judge per profile (OpenAI wire format) answering as `planted`
+/// does, and a quorum-2 panel file naming them in that order.
+async fn planted_panel(
+    world: &Arc<World>,
+    profiles: &[&'static str],
+    dir: &std::path::Path,
+) -> (Vec<MockServer>, std::path::PathBuf) {
     let mut servers = Vec::new();
     for p in profiles {
         servers.push(MockServer::start(planted(world.clone(), p)).await);
     }
-    let dir = temp_dir("calibrate");
     let judges: String = profiles
         .iter()
         .zip(&servers)
@@ -197,6 +198,16 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
         .collect();
     let panel = dir.join("panel.toml");
     std::fs::write(&panel, format!("[vote]\nquorum = 2\n\n{judges}")).unwrap();
+    (servers, panel)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
+    let world = Arc::new(world().await);
+    // Panel order puts the perfect judge last: ranking must find it.
+    let profiles = ["follower", "flipper", "order", "perfect"];
+    let dir = temp_dir("calibrate");
+    let (servers, panel) = planted_panel(&world, &profiles, &dir).await;
     let out = dir.join("cal");
     let a: Vec<String> = [
         "calibrate",
@@ -350,23 +361,9 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
 async fn calibration_does_not_reward_abstaining_and_judges_probes_against_repeats() {
     let world = Arc::new(world().await);
     let profiles = ["abstainer", "sampler", "perfect"];
-    let mut servers = Vec::new();
-    for p in profiles {
-        servers.push(MockServer::start(planted(world.clone(), p)).await);
-    }
     let dir = temp_dir("calibrate-coverage");
-    let judges: String = profiles
-        .iter()
-        .zip(&servers)
-        .map(|(name, s)| {
-            format!(
-                "[[judge]]\nname = \"{name}\"\nprovider = \"openai\"\nmodel = \"m-{name}\"\nbase_url = \"{}/v1\"\napi_key_env = \"\"\nrpm = 60000\ntpm = 100000000\nmax_concurrency = 16\ntimeout_secs = 10\nmax_attempts = 2\n\n",
-                s.url()
-            )
-        })
-        .collect();
-    let panel = dir.join("panel.toml");
-    std::fs::write(&panel, format!("[vote]\nquorum = 2\n\n{judges}")).unwrap();
+    // The servers answer until the end of the test.
+    let (_servers, panel) = planted_panel(&world, &profiles, &dir).await;
     let prices: String = profiles
         .iter()
         .map(|p| format!("[models.m-{p}]\ninput = 1.0\ncached_input = 0.1\noutput = 4.0\n\n"))

@@ -246,11 +246,7 @@ impl Postgres {
         let pool = self.pool.clone();
         self.run(async move {
             let c = pool.get().await.map_err(|e| e.to_string())?;
-            let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
-                .iter()
-                .map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync))
-                .collect();
-            c.execute(&sql, &refs).await.map_err(pg)
+            c.execute(&sql, &borrowed(&params)).await.map_err(pg)
         })
     }
 
@@ -263,13 +259,16 @@ impl Postgres {
         let pool = self.pool.clone();
         self.run(async move {
             let c = pool.get().await.map_err(|e| e.to_string())?;
-            let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
-                .iter()
-                .map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync))
-                .collect();
-            c.query(&sql, &refs).await.map_err(pg)
+            c.query(&sql, &borrowed(&params)).await.map_err(pg)
         })
     }
+}
+
+/// Parameters as tokio-postgres takes them.
+fn borrowed(
+    params: &[Box<dyn tokio_postgres::types::ToSql + Send + Sync>],
+) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
+    params.iter().map(|p| p.as_ref() as &(dyn tokio_postgres::types::ToSql + Sync)).collect()
 }
 
 impl Drop for Postgres {

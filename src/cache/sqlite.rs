@@ -679,198 +679,9 @@ pub(super) fn busy(e: &rusqlite::Error, waited: Duration) -> String {
     }
 }
 
-/// The store's rows: prompts, responses, renders, check verdicts, leases.
-impl Sqlite {
-    pub(super) fn put_prompt(&self, p: &crate::prompt::Prompt) -> Result<(), CacheError> {
-        let ids = serde_json::to_string(&p.rubric_ids).map_err(|e| self.err(e))?;
-        self.write()?
-            .execute(
-                "INSERT OR IGNORE INTO prompts
-                 (hash, template_version, system, user_prefix, user_rubrics, rubric_ids, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    p.hash,
-                    p.template_version,
-                    p.system,
-                    p.user_prefix,
-                    p.user_rubrics,
-                    ids,
-                    now()
-                ],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
-    }
-
-    pub(super) fn get_prompt(
-        &self,
-        hash: &str,
-    ) -> Result<Option<crate::prompt::Prompt>, CacheError> {
-        let row = self
-            .read()
-            .query_row(
-                "SELECT system, user_prefix, user_rubrics, rubric_ids, template_version FROM prompts WHERE hash = ?1",
-                params![hash],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                    ))
-                },
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        Ok(row.and_then(|(system, prefix, rubrics, ids, version)| {
-            let ids: Vec<String> = serde_json::from_str(&ids).ok()?;
-            Some(crate::prompt::Prompt::new(system, prefix, rubrics, ids, version))
-        }))
-    }
-
-    pub(super) fn get_response(
-        &self,
-        key: &super::CallKey,
-    ) -> Result<Option<super::StoredResponse>, CacheError> {
-        self.read()
-            .query_row(
-                &format!("SELECT {RESPONSE_COLUMNS} FROM responses WHERE key = ?1"),
-                params![key.digest()],
-                stored,
-            )
-            .optional()
-            .map_err(|e| self.err(e))
-    }
-
-    pub(super) fn put_response(
-        &self,
-        key: &super::CallKey,
-        r: &super::StoredResponse,
-    ) -> Result<(), CacheError> {
-        self.write()?
-            .execute(
-                "INSERT OR IGNORE INTO responses
-                 (key, provider, model, params, template_version, prompt_hash, repeat, outcome, text, input_tokens,
-                  output_tokens, cached_tokens, latency_ms, attempts, created_at, cache_write_tokens)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-                params![
-                    key.digest(),
-                    key.provider,
-                    key.model,
-                    key.params,
-                    key.template_version,
-                    key.prompt_hash,
-                    key.repeat,
-                    r.outcome.as_str(),
-                    r.text,
-                    r.usage.input as i64,
-                    r.usage.output as i64,
-                    r.usage.cached as i64,
-                    r.latency_ms as i64,
-                    r.attempts,
-                    now(),
-                    r.usage.cache_write as i64
-                ],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(busy(&e, self.busy_timeout)))
-    }
-
-    /// Takes (or renews) a lease for `owner` unless another owner's lease
-    /// is still live (or the rule says to take it anyway). True when taken.
-    pub(super) fn take_lease(
-        &self,
-        digest: &str,
-        owner: &str,
-        ttl: Duration,
-        rule: Takeover,
-    ) -> Result<bool, CacheError> {
-        let now = now_secs();
-        let expires_at = now + ttl.as_secs_f64();
-        let stale_before = match rule {
-            Takeover::WhenExpired => now,
-            Takeover::Always => f64::INFINITY,
-        };
-        self.write()?
-            .execute(
-                "INSERT INTO leases VALUES (?1, ?2, ?3)
-                 ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-                 WHERE leases.expires_at < ?4 OR leases.owner = excluded.owner",
-                params![digest, owner, expires_at, stale_before],
-            )
-            .map(|n| n > 0)
-            .map_err(|e| self.err(e))
-    }
-
-    pub(super) fn lease_holder(&self, digest: &str) -> Result<Option<String>, CacheError> {
-        self.read()
-            .query_row("SELECT owner FROM leases WHERE key = ?1", params![digest], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.err(e))
-    }
-
-    pub(super) fn release(&self, digest: &str, owner: &str) -> Result<(), CacheError> {
-        self.write()?
-            .execute("DELETE FROM leases WHERE key = ?1 AND owner = ?2", params![digest, owner])
-            .map(|_| ())
-            .map_err(|e| self.err(e))
-    }
-
-    pub(super) fn get_render(
-        &self,
-        key: &str,
-    ) -> Result<Option<(String, Option<String>)>, CacheError> {
-        self.read()
-            .query_row("SELECT gate, view FROM renders WHERE key = ?1", params![key], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()
-            .map_err(|e| self.err(e))
-    }
-
-    pub(super) fn put_render(
-        &self,
-        key: &str,
-        gate: &str,
-        view: Option<&str>,
-    ) -> Result<(), CacheError> {
-        self.write()?
-            .execute(
-                "INSERT OR REPLACE INTO renders (key, gate, view, created_at) VALUES (?1, ?2, ?3, ?4)",
-                params![key, gate, view, now()],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
-    }
-
-    pub(super) fn get_checks(&self, key: &str) -> Result<Option<String>, CacheError> {
-        self.read()
-            .query_row("SELECT results FROM checks WHERE key = ?1", params![key], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.err(e))
-    }
-
-    pub(super) fn put_checks(&self, key: &str, results: &str) -> Result<(), CacheError> {
-        self.write()?
-            .execute(
-                "INSERT OR REPLACE INTO checks (key, results, created_at) VALUES (?1, ?2, ?3)",
-                params![key, results, now()],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
-    }
-
-    pub(super) fn response_count(&self) -> Result<u64, CacheError> {
-        self.read()
-            .query_row("SELECT COUNT(*) FROM responses", [], |r| r.get::<_, i64>(0))
-            .map(|n| n as u64)
-            .map_err(|e| self.err(e))
-    }
-}
-
-/// The SQLite engine behind the store's one interface (see `engine.rs`);
-/// the work is done by the methods above.
+/// The SQLite engine behind the store's one interface (see `engine.rs`):
+/// the store's rows (prompts, responses, renders, check verdicts,
+/// leases) here, batches in `batches.rs`.
 impl Engine for Sqlite {
     fn access(&self) -> Access {
         self.access
@@ -890,48 +701,6 @@ impl Engine for Sqlite {
     }
     fn checkpoint(&self) -> Result<(), CacheError> {
         Sqlite::checkpoint(self)
-    }
-    fn put_prompt(&self, p: &Prompt) -> Result<(), CacheError> {
-        Sqlite::put_prompt(self, p)
-    }
-    fn get_prompt(&self, hash: &str) -> Result<Option<Prompt>, CacheError> {
-        Sqlite::get_prompt(self, hash)
-    }
-    fn get_response(&self, key: &CallKey) -> Result<Option<StoredResponse>, CacheError> {
-        Sqlite::get_response(self, key)
-    }
-    fn put_response(&self, key: &CallKey, r: &StoredResponse) -> Result<(), CacheError> {
-        Sqlite::put_response(self, key, r)
-    }
-    fn take_lease(
-        &self,
-        digest: &str,
-        owner: &str,
-        ttl: Duration,
-        rule: Takeover,
-    ) -> Result<bool, CacheError> {
-        Sqlite::take_lease(self, digest, owner, ttl, rule)
-    }
-    fn lease_holder(&self, digest: &str) -> Result<Option<String>, CacheError> {
-        Sqlite::lease_holder(self, digest)
-    }
-    fn release(&self, digest: &str, owner: &str) -> Result<(), CacheError> {
-        Sqlite::release(self, digest, owner)
-    }
-    fn get_render(&self, key: &str) -> Result<Option<(String, Option<String>)>, CacheError> {
-        Sqlite::get_render(self, key)
-    }
-    fn put_render(&self, key: &str, gate: &str, view: Option<&str>) -> Result<(), CacheError> {
-        Sqlite::put_render(self, key, gate, view)
-    }
-    fn get_checks(&self, key: &str) -> Result<Option<String>, CacheError> {
-        Sqlite::get_checks(self, key)
-    }
-    fn put_checks(&self, key: &str, results: &str) -> Result<(), CacheError> {
-        Sqlite::put_checks(self, key, results)
-    }
-    fn response_count(&self) -> Result<u64, CacheError> {
-        Sqlite::response_count(self)
     }
     fn record_batch(&self, b: &BatchRecord, items: &[BatchItem]) -> Result<(), CacheError> {
         Sqlite::record_batch(self, b, items)
@@ -983,6 +752,182 @@ impl Engine for Sqlite {
         let sql = format!("SELECT COUNT(*) FROM {}", kind.name());
         self.read()
             .query_row(&sql, [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
+    }
+
+    fn put_prompt(&self, p: &Prompt) -> Result<(), CacheError> {
+        let ids = serde_json::to_string(&p.rubric_ids).map_err(|e| self.err(e))?;
+        self.write()?
+            .execute(
+                "INSERT OR IGNORE INTO prompts
+                 (hash, template_version, system, user_prefix, user_rubrics, rubric_ids, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    p.hash,
+                    p.template_version,
+                    p.system,
+                    p.user_prefix,
+                    p.user_rubrics,
+                    ids,
+                    now()
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    fn get_prompt(&self, hash: &str) -> Result<Option<Prompt>, CacheError> {
+        let row = self
+            .read()
+            .query_row(
+                "SELECT system, user_prefix, user_rubrics, rubric_ids, template_version FROM prompts WHERE hash = ?1",
+                params![hash],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(row.and_then(|(system, prefix, rubrics, ids, version)| {
+            let ids: Vec<String> = serde_json::from_str(&ids).ok()?;
+            Some(Prompt::new(system, prefix, rubrics, ids, version))
+        }))
+    }
+
+    fn get_response(
+        &self,
+        key: &super::CallKey,
+    ) -> Result<Option<super::StoredResponse>, CacheError> {
+        self.read()
+            .query_row(
+                &format!("SELECT {RESPONSE_COLUMNS} FROM responses WHERE key = ?1"),
+                params![key.digest()],
+                stored,
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    fn put_response(
+        &self,
+        key: &super::CallKey,
+        r: &super::StoredResponse,
+    ) -> Result<(), CacheError> {
+        self.write()?
+            .execute(
+                "INSERT OR IGNORE INTO responses
+                 (key, provider, model, params, template_version, prompt_hash, repeat, outcome, text, input_tokens,
+                  output_tokens, cached_tokens, latency_ms, attempts, created_at, cache_write_tokens)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                params![
+                    key.digest(),
+                    key.provider,
+                    key.model,
+                    key.params,
+                    key.template_version,
+                    key.prompt_hash,
+                    key.repeat,
+                    r.outcome.as_str(),
+                    r.text,
+                    r.usage.input as i64,
+                    r.usage.output as i64,
+                    r.usage.cached as i64,
+                    r.latency_ms as i64,
+                    r.attempts,
+                    now(),
+                    r.usage.cache_write as i64
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(busy(&e, self.busy_timeout)))
+    }
+
+    /// Takes (or renews) a lease for `owner` unless another owner's lease
+    /// is still live (or the rule says to take it anyway). True when taken.
+    fn take_lease(
+        &self,
+        digest: &str,
+        owner: &str,
+        ttl: Duration,
+        rule: Takeover,
+    ) -> Result<bool, CacheError> {
+        let now = now_secs();
+        let expires_at = now + ttl.as_secs_f64();
+        let stale_before = match rule {
+            Takeover::WhenExpired => now,
+            Takeover::Always => f64::INFINITY,
+        };
+        self.write()?
+            .execute(
+                "INSERT INTO leases VALUES (?1, ?2, ?3)
+                 ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+                 WHERE leases.expires_at < ?4 OR leases.owner = excluded.owner",
+                params![digest, owner, expires_at, stale_before],
+            )
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
+    }
+
+    fn lease_holder(&self, digest: &str) -> Result<Option<String>, CacheError> {
+        self.read()
+            .query_row("SELECT owner FROM leases WHERE key = ?1", params![digest], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    fn release(&self, digest: &str, owner: &str) -> Result<(), CacheError> {
+        self.write()?
+            .execute("DELETE FROM leases WHERE key = ?1 AND owner = ?2", params![digest, owner])
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    fn get_render(&self, key: &str) -> Result<Option<(String, Option<String>)>, CacheError> {
+        self.read()
+            .query_row("SELECT gate, view FROM renders WHERE key = ?1", params![key], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    fn put_render(&self, key: &str, gate: &str, view: Option<&str>) -> Result<(), CacheError> {
+        self.write()?
+            .execute(
+                "INSERT OR REPLACE INTO renders (key, gate, view, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![key, gate, view, now()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    fn get_checks(&self, key: &str) -> Result<Option<String>, CacheError> {
+        self.read()
+            .query_row("SELECT results FROM checks WHERE key = ?1", params![key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    fn put_checks(&self, key: &str, results: &str) -> Result<(), CacheError> {
+        self.write()?
+            .execute(
+                "INSERT OR REPLACE INTO checks (key, results, created_at) VALUES (?1, ?2, ?3)",
+                params![key, results, now()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    fn response_count(&self) -> Result<u64, CacheError> {
+        self.read()
+            .query_row("SELECT COUNT(*) FROM responses", [], |r| r.get::<_, i64>(0))
             .map(|n| n as u64)
             .map_err(|e| self.err(e))
     }
