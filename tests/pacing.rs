@@ -213,7 +213,11 @@ async fn replicas_and_shards_share_one_rate_budget() {
         w.refused
     );
     assert_eq!(w.accepted.len(), 150 + 240, "every call answered once");
-    assert!(w.refused_share() <= 0.005, "{} of {total} answered 429", w.refused);
+    // A bound a loaded 2-core machine meets: runs measured 1 and 2 of 392
+    // answered 429 (0.26–0.51%; 0.5% failed CI once). Five processes each
+    // pacing on a private 25/s budget would send up to five times the
+    // limit, so this still tells a shared budget from none.
+    assert!(w.refused_share() <= 0.015, "{} of {total} answered 429", w.refused);
     assert!(w.rate() >= 0.8 * limit as f64, "{:.2}/s of a {limit}/s limit", w.rate());
 }
 
