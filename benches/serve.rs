@@ -249,6 +249,7 @@ async fn warm(root: &Path, work: &Path) {
         cache_path: work.join("warm.sqlite"),
         mode: redjury::JudgeMode::Live,
         dispatch: redjury::Dispatch::Live,
+        reader: redjury::Reader::InProcess,
     };
     let scorer = redjury::Scorer::new(config).unwrap();
     let task = Arc::new(

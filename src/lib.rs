@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use redjury::{Dispatch, JudgeMode, OutputSource, PanelConfig, Scorer, ScorerConfig, Status, Templates};
+//! use redjury::{Dispatch, JudgeMode, OutputSource, PanelConfig, Reader, Scorer, ScorerConfig, Status, Templates};
 //!
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! let scorer = Scorer::new(ScorerConfig {
@@ -18,6 +18,10 @@
 //!     cache_path: "cache.sqlite".into(),
 //!     mode: JudgeMode::Live,
 //!     dispatch: Dispatch::Live,
+//!     // Outputs from a policy are untrusted: read them in bounded children
+//!     // (`redjury::isolated_reader()`, for a binary that runs
+//!     // `redjury::serve_reader_child` in its reader mode).
+//!     reader: Reader::InProcess,
 //! })?;
 //! let tasks = redjury::load_tasks("rubrics".as_ref())?;
 //! let task = Arc::new(tasks.into_iter().next().ok_or("no task")?);
@@ -57,6 +61,10 @@ mod task;
 mod verdict;
 mod view;
 
+/// Reading untrusted files in bounded children of this binary (see
+/// [`isolated_reader`]), or in process.
+pub use redjury_readers::isolated;
+pub use redjury_readers::isolated::{Bounds as ReaderBounds, Failure as ReaderFailure, Reader};
 /// The readers: a .docx into its model, an .xlsx into its workbook, a PDF
 /// into its pages, outline and annotations, and the calendar arithmetic.
 pub use redjury_readers::{calendar, docx, pdf, xlsx};
@@ -129,3 +137,4 @@ pub use commands::{
     ReportOutput, ReportRequest, RunInputs, RunRequest, ServeRequest, batch_table, cancel_batches,
     copy_cache, gate_file, merge, render_file, report,
 };
+pub use commands::{READER_MODE, isolated_reader, serve_reader_child};

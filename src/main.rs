@@ -11,6 +11,13 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     use std::io::IsTerminal;
+    // A reader child (started by this binary's own pool) reads files and
+    // nothing else: no logging, no arguments for people.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == redjury::READER_MODE) {
+        let rest: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+        return redjury::serve_reader_child(&rest);
+    }
     // Colour only on a terminal, and never when NO_COLOR is set
     // (no-color.org): a log file or a pipe gets plain text.
     let colour = std::io::stderr().is_terminal()

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 /// The readers (crates/readers, re-exported at the crate root) and the
 /// vocabulary any module may use; the vocabulary uses no module itself.
-const EVERYONE_MAY_USE: &[&str] = &["docx", "xlsx", "pdf", "calendar", "hash", "verdict"];
+const EVERYONE_MAY_USE: &[&str] =
+    &["docx", "xlsx", "pdf", "calendar", "isolated", "hash", "verdict"];
 
 /// Every edge the data flow allows, module by module: a stage uses only
 /// stages to its left (readers → view → task → check / prompt → cache →

@@ -22,6 +22,7 @@ mod fixtures;
 mod hostile;
 mod html;
 mod integrity;
+mod isolation;
 mod judges;
 mod layouts;
 mod parity;

@@ -824,3 +824,36 @@ async fn an_input_document_can_come_with_the_request() {
     assert_eq!(status, 400);
     assert!(reply["error"].as_str().unwrap().contains("already has an input document"), "{reply}");
 }
+
+/// One posted file of each hostile class: each answered as a gate failure
+/// naming what the reader met, and the service answers the next request
+/// (the reader that crashed was a child; the server is still there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_files_cost_a_reason_each_and_the_service_answers_the_next() {
+    let dir = temp_dir("serve-hostile");
+    let (panel, _servers) = all_answering(&dir).await;
+    let mut a = serve_args(&panel, &dir, &[]);
+    a[1] = "scenarios/s5-exhibits/rubrics".into();
+    let mut served = start(&dir, a);
+    let url = format!("{}/v1/score", served.url);
+    let good = root().join("scenarios/s5-exhibits/outputs/strong/redline-s5-t1-g01a.pdf");
+    let b64_of = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    for h in crate::common::hostile::classes() {
+        let body = json!({"task": "redline-s5-t1-g01a", "trial": h.class, "docx_base64": b64_of(&h.bytes)});
+        let (status, reply, _) = post(&url, &body).await;
+        assert_eq!(status, 200, "{}: {reply}", h.class);
+        assert_eq!(reply["status"], "gate_failed", "{}: {reply}", h.class);
+        let why = reply["gate"]["reason"].as_str().unwrap_or_default();
+        assert!(why.contains(h.reason), "{}: {why}", h.class);
+        let body =
+            json!({"task": "redline-s5-t1-g01a", "trial": "good", "docx_base64": b64(&good)});
+        let (status, reply, _) = post(&url, &body).await;
+        assert_eq!(status, 200, "after {}: {reply}", h.class);
+        assert_eq!(reply["gate"]["passed"], true, "after {}: {reply}", h.class);
+    }
+    served.term();
+    assert_eq!(served.wait(Duration::from_secs(30)), Some(0), "{}", served.stderr());
+    for raw in ["panicked", "has overflowed its stack", "backtrace"] {
+        assert!(!served.stderr().contains(raw), "{raw}: {}", served.stderr());
+    }
+}

@@ -360,7 +360,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Render { docx, view, output } => {
-            let (text, warnings) = redjury::render_file(&docx, view.into())?;
+            let (text, warnings) =
+                redjury::render_file(&docx, view.into(), &redjury::isolated_reader()?)?;
             for w in warnings {
                 eprintln!("warning: {w}");
             }
@@ -372,7 +373,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Gate { docx, author, input } => {
-            let result = redjury::gate_file(&docx, &author, input.as_deref())?;
+            let reader = redjury::isolated_reader()?;
+            let result = redjury::gate_file(&docx, &author, input.as_deref(), &reader)?;
             let verdict = if result.passed { "PASS" } else { "FAIL" };
             say(&format!("{verdict} {}: {}\n", docx.display(), result.reason));
             Ok(if result.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -392,6 +394,7 @@ fn calibrate(a: CalibrateArgs) -> anyhow::Result<ExitCode> {
         within: a.within,
         min_coverage: a.min_coverage,
         bootstrap: Bootstrap { seed: a.seed, resamples: a.resamples as usize },
+        reader: redjury::isolated_reader()?,
     })?;
     if !a.quiet {
         say(&planned.preamble());
@@ -459,6 +462,7 @@ fn scoring(
             views: if a.no_views { Views::Skip } else { Views::Write },
             model: a.model,
             shard,
+            reader: redjury::isolated_reader()?,
         },
     )?;
     if !quiet {
@@ -493,6 +497,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
         on_incomplete: a.on_incomplete,
         grace: Duration::from_secs(a.grace),
         log_segment_bytes: a.log_segment_mb.saturating_mul(1 << 20),
+        reader: redjury::isolated_reader()?,
     })?;
     say(&planned.preamble());
     runtime()?.block_on(async move {

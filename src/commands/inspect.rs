@@ -8,6 +8,7 @@ use crate::cache::{BatchRecord, BatchState, Cache, CopyReport, copy_store};
 use crate::check::gate::{self, GateResult};
 use crate::commands::{CommandError, defaults};
 use crate::docx;
+use crate::isolated::Reader;
 use crate::judge::{Judge, batch};
 use crate::pdf;
 use crate::report::utc;
@@ -16,18 +17,22 @@ use crate::xlsx;
 
 /// A file's view as text, and the reader's warnings about it: a .docx, an
 /// .xlsx output as the judges see its sheets, or a PDF's pages.
-pub fn render_file(path: &Path, kind: ViewKind) -> Result<(String, Vec<String>), CommandError> {
+pub fn render_file(
+    path: &Path,
+    kind: ViewKind,
+    reader: &Reader,
+) -> Result<(String, Vec<String>), CommandError> {
     let title = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let cannot = |e: Box<dyn std::error::Error + Send + Sync>| {
         CommandError::failed(e).context(format!("cannot render {}", path.display()))
     };
     let bytes = docx::read_file(path, &Default::default()).map_err(|e| cannot(e.into()))?;
     if xlsx::is_xlsx(&bytes) {
-        let book = xlsx::from_bytes(bytes, Default::default()).map_err(|e| cannot(e.into()))?;
+        let book = reader.workbook(bytes).map_err(|e| cannot(e.into()))?;
         return Ok((view::render_workbook(&book, kind, &title), Vec::new()));
     }
     if pdf::is_pdf(&bytes) {
-        let read = pdf::from_bytes(&bytes, pdf::Limits::default()).map_err(|e| cannot(e.into()))?;
+        let read = reader.pdf(&bytes).map_err(|e| cannot(e.into()))?;
         let warnings = read
             .pages
             .iter()
@@ -35,7 +40,7 @@ pub fn render_file(path: &Path, kind: ViewKind) -> Result<(String, Vec<String>),
             .collect();
         return Ok((view::render_pdf(&read, kind, &title), warnings));
     }
-    let doc = docx::from_bytes(bytes, Default::default()).map_err(|e| cannot(e.into()))?;
+    let doc = reader.document(bytes).map_err(|e| cannot(e.into()))?;
     let warnings = doc.warnings.iter().map(|w| format!("{}: {w}", path.display())).collect();
     Ok((view::render(&doc, kind, &title), warnings))
 }
@@ -48,12 +53,17 @@ pub fn gate_file(
     path: &Path,
     author: &str,
     input: Option<&Path>,
+    reader: &Reader,
 ) -> Result<GateResult, CommandError> {
     let cannot = |p: &Path, e: Box<dyn std::error::Error + Send + Sync>| {
         CommandError::refused(e).context(format!("cannot read the input {}", p.display()))
     };
-    let bytes = docx::read_file(path, &Default::default());
-    if let Some(bytes) = bytes.as_ref().ok().filter(|b| pdf::is_pdf(b)) {
+    let bytes = match docx::read_file(path, &Default::default()) {
+        Ok(b) => b,
+        // Unreadable whatever its kind: the gate fails with the reason.
+        Err(e) => return Ok(gate::check_against(&Err(e), author, None)),
+    };
+    if pdf::is_pdf(&bytes) {
         let source = match input {
             Some(p) => {
                 let b = docx::read_file(p, &Default::default()).map_err(|e| cannot(p, e.into()))?;
@@ -63,23 +73,22 @@ pub fn gate_file(
             }
             None => None,
         };
-        let loaded = pdf::from_bytes(bytes, pdf::Limits::default());
+        let loaded = reader.pdf(&bytes);
         let against = source.as_ref().map(|(p, sha)| (p, sha.as_str()));
-        return Ok(gate::check_pdf(&loaded, against, &crate::hash::sha256_hex_bytes(bytes)));
+        return Ok(gate::check_pdf(&loaded, against, &crate::hash::sha256_hex_bytes(&bytes)));
     }
-    let is_workbook = bytes.is_ok_and(|b| xlsx::is_xlsx(&b));
-    if is_workbook {
+    if xlsx::is_xlsx(&bytes) {
         let template = match input {
             Some(p) => Some(xlsx::load(p).map_err(|e| cannot(p, e.into()))?),
             None => None,
         };
-        return Ok(gate::check_workbook(&xlsx::load(path), template.as_ref()));
+        return Ok(gate::check_workbook(&reader.workbook(bytes), template.as_ref()));
     }
     let input_doc = match input {
         Some(p) => Some(docx::load(p).map_err(|e| cannot(p, e.into()))?),
         None => None,
     };
-    Ok(gate::check_against(&docx::load(path), author, input_doc.as_ref()))
+    Ok(gate::check_against(&reader.document(bytes), author, input_doc.as_ref()))
 }
 
 /// The batches a cache records, as a table.

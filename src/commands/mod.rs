@@ -12,6 +12,7 @@
 mod defaults;
 mod inspect;
 mod merge;
+mod reading;
 mod report;
 mod run;
 mod serve;
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 pub use defaults::Found;
 pub use inspect::{BatchCancel, batch_table, cancel_batches, copy_cache, gate_file, render_file};
 pub use merge::{MergeRequest, Merged, merge};
+pub use reading::{READER_MODE, isolated_reader, serve_reader_child};
 pub use report::{HtmlReport, ReportOutput, ReportRequest, report};
 pub use run::{
     CalibrateRequest, CalibrationDone, PlannedCalibration, PlannedRun, RunInputs, RunRequest,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::aggregate::Bootstrap;
 use crate::calibrate::{self, CalibrateSettings, Calibration, Probe};
 use crate::commands::{CommandError, Found, Judging, built};
+use crate::isolated::Reader;
 use crate::pipeline::run::{RejudgeJob, RunError, RunReport, RunSettings, ScoreJob, Views};
 use crate::pipeline::{
     Dispatch, JudgeMode, Progress, STORE_WAIT, Scorer, ScorerConfig, load_tasks,
@@ -50,6 +51,8 @@ pub struct RunRequest {
     pub model: Option<String>,
     /// The part of the outputs this process scores (`score --shard K/N`).
     pub shard: Option<Shard>,
+    /// Where outputs are read (the binary: in bounded children).
+    pub reader: Reader,
 }
 
 enum Job {
@@ -89,6 +92,7 @@ impl PlannedRun {
             cache_path: found.cache.clone(),
             mode: request.mode,
             dispatch: request.dispatch,
+            reader: request.reader.clone(),
         };
         let settings = RunSettings {
             out: request.out,
@@ -159,6 +163,8 @@ pub struct CalibrateRequest {
     pub judging: Judging,
     /// Live calls, or the providers' batch APIs.
     pub dispatch: Dispatch,
+    /// Where outputs are read (the binary: in bounded children).
+    pub reader: Reader,
     /// The probes to run.
     pub probes: Vec<Probe>,
     /// Recommend the cheapest panel within this much κ of the best.
@@ -197,6 +203,7 @@ impl PlannedCalibration {
             cache_path: found.cache.clone(),
             mode: JudgeMode::Live,
             dispatch: request.dispatch,
+            reader: request.reader.clone(),
         };
         let settings = CalibrateSettings {
             probes: request.probes,

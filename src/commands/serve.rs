@@ -37,6 +37,9 @@ pub struct ServeRequest {
     pub grace: Duration,
     /// `results.jsonl` is sealed as `results.N.jsonl` past this many bytes.
     pub log_segment_bytes: u64,
+    /// Where outputs are read (the binary: in bounded children, so that
+    /// no posted file takes the service down).
+    pub reader: crate::isolated::Reader,
 }
 
 /// The service checked and ready to bind.
@@ -71,6 +74,7 @@ impl PlannedService {
             cache_path: found.cache.clone(),
             mode: JudgeMode::Live,
             dispatch: Dispatch::Live,
+            reader: request.reader.clone(),
         };
         let options = ServeOptions {
             tasks_dir: request.tasks,

@@ -29,6 +29,7 @@ pub(crate) use prepare::Prepared;
 pub(crate) use prepare::skeleton;
 
 use crate::cache::{Cache, CacheError};
+use crate::isolated::Reader;
 use crate::judge::batch::{self, Unanswered};
 use crate::judge::config::{PanelConfig, VoteMode};
 use crate::judge::{Judge, JudgeError};
@@ -114,6 +115,9 @@ pub struct ScorerConfig {
     pub mode: JudgeMode,
     /// How calls not in the cache are sent.
     pub dispatch: Dispatch,
+    /// Where outputs are read: in this process, or in bounded children
+    /// (what the binary and `serve` use; see [`crate::isolated_reader`]).
+    pub reader: Reader,
 }
 
 /// The scoring pipeline, built once and shared: every call to it shares
@@ -128,6 +132,7 @@ pub struct Scorer {
     dispatch: Dispatch,
     voting: VoteMode,
     estimates: Mutex<estimate::Estimates>,
+    reader: Reader,
 }
 
 impl Scorer {
@@ -145,7 +150,18 @@ impl Scorer {
             .collect::<Result<_, _>>()?;
         let scorer =
             Scorer::with_judges(judges, config.panel.quorum, config.templates, cache, config.mode)?;
-        Ok(scorer.dispatching(config.dispatch).voting(config.panel.mode))
+        Ok(scorer.dispatching(config.dispatch).voting(config.panel.mode).reading(config.reader))
+    }
+
+    /// The same scorer, reading outputs with `reader`.
+    pub fn reading(mut self, reader: Reader) -> Scorer {
+        self.reader = reader;
+        self
+    }
+
+    /// Where outputs are read.
+    pub fn reader(&self) -> &Reader {
+        &self.reader
     }
 
     /// The same scorer, asking its judges as `mode` says.
@@ -202,6 +218,7 @@ impl Scorer {
             dispatch: Dispatch::Live,
             voting: VoteMode::All,
             estimates: Mutex::new(estimate::Estimates::default()),
+            reader: Reader::InProcess,
         })
     }
 
@@ -263,10 +280,11 @@ impl Scorer {
         let mut handles = Vec::new();
         for part in parts {
             let (templates, cache) = (self.templates.clone(), self.cache.clone());
+            let reader = self.reader.clone();
             handles.push(tokio::task::spawn_blocking(move || {
                 part.into_iter()
                     .map(|(task, source, trial)| {
-                        prepare::prepare(&task, source, &trial, &templates, &cache)
+                        prepare::prepare(&task, source, &trial, &templates, &cache, &reader)
                     })
                     .collect()
             }));

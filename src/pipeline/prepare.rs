@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use crate::cache::Cache;
 use crate::check::gate::{self, GateResult};
 use crate::docx::{self, Document};
+use crate::isolated::Reader;
 use crate::prompt::{Prompt, Templates};
 use crate::score::{RubricKind, RubricResult, Status, TaskResult};
 use crate::task::{OutputKind, Task};
@@ -130,8 +131,9 @@ pub(super) fn prepare(
     trial: &str,
     templates: &Templates,
     cache: &Cache,
+    reader: &Reader,
 ) -> Prepared {
-    guarded(task, trial, || prepare_unguarded(task, source, trial, templates, cache))
+    guarded(task, trial, || prepare_unguarded(task, source, trial, templates, cache, reader))
 }
 
 /// Runs `f`; a panic in it becomes the output's gate failure naming it, so
@@ -160,6 +162,7 @@ fn prepare_unguarded(
     trial: &str,
     templates: &Templates,
     cache: &Cache,
+    reader: &Reader,
 ) -> Prepared {
     let bytes = match read(source) {
         Ok(b) => b,
@@ -172,13 +175,15 @@ fn prepare_unguarded(
         }
     };
     if task.output == OutputKind::Pdf {
-        return prepare_pdf(task, bytes, trial, templates);
+        return prepare_pdf(task, bytes, trial, templates, reader);
     }
     match (task.output, crate::xlsx::is_xlsx(&bytes)) {
-        (OutputKind::Workbook, true) => return prepare_workbook(task, bytes, trial, templates),
+        (OutputKind::Workbook, true) => {
+            return prepare_workbook(task, bytes, trial, templates, reader);
+        }
         (OutputKind::Redline, false) if !crate::pdf::is_pdf(&bytes) => {}
         (expected, _) => {
-            let gate = GateResult::failed(wrong_kind(expected, bytes));
+            let gate = GateResult::failed(wrong_kind(expected, bytes, reader));
             return Prepared { row: skeleton(task, trial, gate), prompt: None, view: None };
         }
     }
@@ -193,7 +198,7 @@ fn prepare_unguarded(
         .and_then(|j| serde_json::from_str(&j).ok());
     // The model is parsed only when something is not cached.
     let need_model = cached_render.is_none() || (has_checks && cached_checks.is_none());
-    let model = need_model.then(|| docx::from_bytes(bytes, docx::Limits::default()));
+    let model = need_model.then(|| reader.document(bytes));
     let (gate, view) = match cached_render {
         Some(hit) => hit,
         None => {
@@ -234,23 +239,21 @@ fn prepare_unguarded(
 
 /// Why an output of the wrong kind fails the gate: the task decides what
 /// its output is, never the file's name or content.
-fn wrong_kind(expected: OutputKind, bytes: Vec<u8>) -> String {
+fn wrong_kind(expected: OutputKind, bytes: Vec<u8>, reader: &Reader) -> String {
     let found = match expected {
         _ if crate::pdf::is_pdf(&bytes) => "a PDF".to_string(),
         OutputKind::Redline => "an .xlsx workbook".to_string(),
         OutputKind::Pdf if crate::xlsx::is_xlsx(&bytes) => "an .xlsx workbook".to_string(),
-        OutputKind::Workbook | OutputKind::Pdf => {
-            match docx::from_bytes(bytes.clone(), docx::Limits::default()) {
-                Ok(_) => "a Word document".to_string(),
-                Err(_) if expected == OutputKind::Pdf => {
-                    "not one: it does not start with %PDF-".to_string()
-                }
-                Err(_) => match crate::xlsx::from_bytes(bytes, docx::Limits::default()) {
-                    Ok(_) => "not one (it also holds a Word document)".to_string(),
-                    Err(e) => format!("not one ({e})"),
-                },
+        OutputKind::Workbook | OutputKind::Pdf => match reader.document(bytes.clone()) {
+            Ok(_) => "a Word document".to_string(),
+            Err(_) if expected == OutputKind::Pdf => {
+                "not one: it does not start with %PDF-".to_string()
             }
-        }
+            Err(_) => match reader.workbook(bytes) {
+                Ok(_) => "not one (it also holds a Word document)".to_string(),
+                Err(e) => format!("not one ({e})"),
+            },
+        },
     };
     format!("the task expects {} as its output, and this file is {found}", expected.describe())
 }
@@ -259,8 +262,14 @@ fn wrong_kind(expected: OutputKind, bytes: Vec<u8>) -> String {
 /// with at least one filled cell and, when the task names its template,
 /// one cell changed from it; `xlsx_cells` checks read it, and judges
 /// read its sheets as tables.
-fn prepare_workbook(task: &Task, bytes: Vec<u8>, trial: &str, templates: &Templates) -> Prepared {
-    let loaded = crate::xlsx::from_bytes(bytes, docx::Limits::default());
+fn prepare_workbook(
+    task: &Task,
+    bytes: Vec<u8>,
+    trial: &str,
+    templates: &Templates,
+    reader: &Reader,
+) -> Prepared {
+    let loaded = reader.workbook(bytes);
     let gate = gate::check_workbook(&loaded, task.output_template.as_deref());
     let Ok(book) = loaded else {
         return Prepared { row: skeleton(task, trial, gate), prompt: None, view: None };
@@ -300,13 +309,19 @@ fn finish(
 /// A PDF output (an exhibit, a production, a binder): its gate is a PDF
 /// that loads and differs from the task's input; the PDF checks read it,
 /// and judges read its pages' text with its bookmarks and annotations.
-fn prepare_pdf(task: &Task, bytes: Vec<u8>, trial: &str, templates: &Templates) -> Prepared {
+fn prepare_pdf(
+    task: &Task,
+    bytes: Vec<u8>,
+    trial: &str,
+    templates: &Templates,
+    reader: &Reader,
+) -> Prepared {
     if !crate::pdf::is_pdf(&bytes) {
-        let gate = GateResult::failed(wrong_kind(OutputKind::Pdf, bytes));
+        let gate = GateResult::failed(wrong_kind(OutputKind::Pdf, bytes, reader));
         return Prepared { row: skeleton(task, trial, gate), prompt: None, view: None };
     }
     let sha = crate::hash::sha256_hex_bytes(&bytes);
-    let loaded = crate::pdf::from_bytes(&bytes, crate::pdf::Limits::default());
+    let loaded = reader.pdf(&bytes);
     let input = task.input_pdf.as_deref().zip(task.input_sha.as_deref());
     let gate = gate::check_pdf(&loaded, input, &sha);
     let Ok(pdf) = loaded else {

@@ -196,7 +196,9 @@ pub mod batch_mock;
 pub mod browser;
 pub mod checks;
 pub mod e2e;
+pub mod hostile;
 pub mod mock;
+pub mod pdfs;
 pub mod postgres;
 pub mod served;
 

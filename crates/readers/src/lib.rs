@@ -23,5 +23,6 @@
 
 pub mod calendar;
 pub mod docx;
+pub mod isolated;
 pub mod pdf;
 pub mod xlsx;

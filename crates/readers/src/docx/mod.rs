@@ -88,6 +88,8 @@ pub enum DocxError {
         "not a readable .docx: the package holds {part} twice{how}; readers would disagree on which copy counts"
     )]
     DuplicatePart { part: String, how: &'static str },
+    #[error("{0}")]
+    Isolated(crate::isolated::Failure),
 }
 
 /// Reads a .docx from disk under the default [`Limits`].

@@ -19,10 +19,10 @@
 //! The JSON view serialises these types as they are; field names here are a
 //! documented, stable interface (see docs/json-view.md).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A whole .docx: its main story, the other stories, revisions and comments.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Document {
     /// The main story (`w:body`), in document order.
     pub body: Vec<Block>,
@@ -37,10 +37,10 @@ pub struct Document {
     /// What saved the file, and the Word editing-session ids it carries.
     pub provenance: Provenance,
     /// Every field (REF, PAGEREF, TOC, …) in the order it was read.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<Field>,
     /// The body's bookmarks, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bookmarks: Vec<Bookmark>,
     /// Things the reader tolerated but a user should know (dangling comment
     /// references, unresolvable numbering, …).
@@ -51,7 +51,7 @@ pub struct Document {
 }
 
 /// A block-level item of a story.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 // A paragraph outweighs a table's header; boxing every paragraph would cost
 // an allocation each for nothing a reader sees.
@@ -63,78 +63,78 @@ pub enum Block {
     Table(Table),
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 /// A paragraph: its properties, revisions of its mark and formatting, and inline content.
 pub struct Paragraph {
     /// Where the reference view (python-docx order) would number this
     /// paragraph: `Some(n)` for a direct child of `w:body`, `None` elsewhere.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_index: Option<u32>,
     /// `w14:paraId`, when present.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub para_id: Option<String>,
     /// Paragraph properties in force when revisions are accepted.
     pub props: ParagraphProps,
     /// Properties before a tracked paragraph-property change (`w:pPrChange`):
     /// the ones in force when revisions are rejected.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub props_before: Option<ParagraphProps>,
     /// Revision that inserted this paragraph's mark (a split, or a new paragraph).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark_inserted: Option<usize>,
     /// Revision that deleted this paragraph's mark (a merge with the next one).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mark_deleted: Option<usize>,
     /// Revisions recording paragraph formatting changes (`w:pPrChange`,
     /// paragraph-mark `w:rPrChange`, tracked numbering change).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub format_changes: Vec<usize>,
     /// Text, comment anchors, note references and text boxes, in order.
     pub inlines: Vec<Inline>,
     /// A drop cap (`w:framePr w:dropCap`): the first letter of the next
     /// paragraph, set large. Views join it to that paragraph.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub drop_cap: bool,
     /// Displayed list labels ("7.3", "(a)") in each state.
     pub label: Labels,
 }
 
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 /// The paragraph properties labels depend on.
 pub struct ParagraphProps {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The paragraph style's id (`w:pStyle`).
     pub style: Option<String>,
     /// Direct numbering (`w:numPr`): `num_id` "0" switches numbering off.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The list level (`w:ilvl`), 0 = top.
     pub ilvl: Option<u8>,
 }
 
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 /// A paragraph's list label in each state.
 pub struct Labels {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The label with every change accepted.
     pub accepted: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The label with every change rejected: the numbering before the changes.
     pub rejected: Option<String>,
     /// The list level (0 = top) of the label, from the rejected state when
     /// the paragraph has a label there, else from the accepted state.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<u8>,
     /// The abstract numbering (list definition) the label counts in.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list: Option<String>,
 }
 
 /// What saved the file: `docProps/app.xml` and Word's revision-session
 /// ids (`w:rsid*` attributes, which Word writes and python-docx and most
 /// generators do not).
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
     /// `Application` in docProps/app.xml ("Microsoft Office Word").
     pub application: Option<String>,
@@ -147,7 +147,7 @@ pub struct Provenance {
 }
 
 /// A field: its code and the result Word last computed.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Field {
     /// The field code, whitespace-trimmed ("REF _Ref123 \\h").
     pub instruction: String,
@@ -175,7 +175,7 @@ impl Field {
 }
 
 /// A bookmark (`w:bookmarkStart`).
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bookmark {
     /// Its name.
     pub name: String,
@@ -184,7 +184,7 @@ pub struct Bookmark {
 }
 
 /// Inline content of a paragraph.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Inline {
     /// Text with one revision state.
@@ -212,10 +212,10 @@ pub enum Inline {
         id: String,
         /// The mark shown in the text ("1", "i", or a custom mark).
         mark: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         /// The revision that inserted the reference.
         inserted: Option<usize>,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         /// The revision that deleted the reference.
         deleted: Option<usize>,
     },
@@ -227,71 +227,71 @@ pub enum Inline {
 }
 
 /// A stretch of text with one revision state.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Span {
     /// The text.
     pub text: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The revision that inserted this text.
     pub inserted: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The revision that deleted this text.
     pub deleted: Option<usize>,
     /// A tracked run-formatting change (`w:rPrChange`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<usize>,
 }
 
 /// A table.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Table {
     /// The rows, in order.
     pub rows: Vec<Row>,
     /// Tracked changes of the table's properties and grid
     /// (`w:tblPrChange`, `w:tblGridChange`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub format_changes: Vec<usize>,
 }
 
 /// A table row.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Row {
     /// The cells, in order.
     pub cells: Vec<Cell>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The revision that inserted the row.
     pub inserted: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The revision that deleted the row.
     pub deleted: Option<usize>,
     /// Grid columns left empty before the first cell (`w:gridBefore`).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub grid_before: u32,
     /// Grid columns left empty after the last cell (`w:gridAfter`).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub grid_after: u32,
     /// Tracked changes of the row's properties (`w:trPrChange`,
     /// `w:tblPrExChange`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub format_changes: Vec<usize>,
 }
 
 /// A table cell.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Cell {
     /// The cell's content.
     pub blocks: Vec<Block>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The revision that inserted the cell.
     pub inserted: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The revision that deleted the cell.
     pub deleted: Option<usize>,
     /// A vertically merged continuation cell (`w:vMerge` without `restart`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub merged_continue: bool,
     /// Tracked changes of the cell's properties (`w:tcPrChange`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub format_changes: Vec<usize>,
 }
 
@@ -299,7 +299,7 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 /// A story other than the body: a header, footer, note or text box.
 pub struct Story {
     /// What kind of story.
@@ -310,7 +310,7 @@ pub struct Story {
     pub blocks: Vec<Block>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 /// The kinds of stories besides the body.
 pub enum StoryKind {
@@ -326,7 +326,7 @@ pub enum StoryKind {
     TextBox,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 /// Footnote or endnote.
 pub enum NoteKind {
@@ -337,25 +337,25 @@ pub enum NoteKind {
 }
 
 /// One tracked change.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Revision {
     /// What kind of change.
     pub kind: RevisionKind,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Who made it, as the file names them.
     pub author: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// When, as the file gives it (ISO 8601).
     pub date: Option<String>,
     /// The `w:id` the file gave it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub word_id: Option<String>,
     /// For moves: the pair number shared by the source and destination
     /// (1-based, in order of first appearance), when the range names pair up.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub move_pair: Option<u32>,
     /// For formatting changes: the properties that differ ("bold", "style").
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changed: Vec<String>,
 }
 
@@ -445,17 +445,17 @@ impl RevisionKind {
 }
 
 /// A comment or a reply.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Comment {
     /// The `w:id` shared by the comment and its anchors.
     pub id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Who wrote it.
     pub author: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Their initials, as the file gives them.
     pub initials: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// When (ISO 8601).
     pub date: Option<String>,
     /// The comment's text, one line per paragraph.
@@ -464,7 +464,7 @@ pub struct Comment {
     /// for a reference-only comment.
     pub anchor: String,
     /// Id of the comment this one replies to.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
     /// Marked done itself (`w15:done`) or through the thread it replies to.
     pub resolved: bool,
@@ -475,12 +475,12 @@ pub struct Comment {
     pub last_para_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 /// A person named in `word/people.xml`.
 pub struct Person {
     /// The author name changes and comments use.
     pub author: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The identity provider ("AD", "Windows Live", "None").
     pub provider: Option<String>,
 }
@@ -579,6 +579,13 @@ impl Cell {
 }
 
 impl Document {
+    /// Builds the comment index again, as the reader builds it: for a
+    /// document decoded from the reader's answer (the index is not sent).
+    pub(crate) fn reindex_comments(&mut self) {
+        self.comment_index =
+            self.comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+    }
+
     /// The comment with this id.
     pub fn comment(&self, id: &str) -> Option<&Comment> {
         match self.comment_index.get(id) {

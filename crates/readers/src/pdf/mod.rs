@@ -26,7 +26,7 @@ mod text;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use navigation::{Annotation, AnnotationKind, Bookmark, LinkTarget};
 pub use text::{Glyph, TextLine, lines};
@@ -115,10 +115,13 @@ pub enum PdfError {
     /// A document with no page.
     #[error("the PDF has no page")]
     NoPages,
+    /// The reader's child process gave no PDF (a bound met, a crash).
+    #[error("{0}")]
+    Isolated(crate::isolated::Failure),
 }
 
 /// A rectangle in PDF user space (points, origin at the bottom left).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct Rect {
     /// Left.
     pub x0: f64,
@@ -157,7 +160,7 @@ impl Rect {
 }
 
 /// A colour as the file gives it, turned into RGB in 0..=1.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Colour {
     /// Red.
     pub r: f64,
@@ -199,7 +202,7 @@ impl Colour {
 }
 
 /// One page.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Page {
     /// 1-based, in document order.
     pub number: u32,
@@ -239,7 +242,7 @@ impl Page {
 }
 
 /// Document information and XMP metadata.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Metadata {
     /// `/Info /Producer`.
     pub producer: Option<String>,
@@ -254,7 +257,7 @@ pub struct Metadata {
 }
 
 /// A PDF, read.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Pdf {
     /// The pages, in order.
     pub pages: Vec<Page>,

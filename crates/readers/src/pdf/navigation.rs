@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use lopdf::{Dictionary, Document, Object, ObjectId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Colour, Metadata, Rect};
 
@@ -14,7 +14,7 @@ use super::{Colour, Metadata, Rect};
 const MAX_NODES: usize = 100_000;
 
 /// Where a link or bookmark leads.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum LinkTarget {
     /// A page of this document, 1-based.
@@ -42,7 +42,7 @@ pub enum LinkTarget {
 }
 
 /// What an annotation is.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AnnotationKind {
     /// A link.
@@ -74,7 +74,7 @@ pub enum AnnotationKind {
 }
 
 /// An annotation on a page.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Annotation {
     /// What it is.
     #[serde(flatten)]
@@ -90,7 +90,7 @@ pub struct Annotation {
 }
 
 /// One outline entry.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Bookmark {
     /// The title.
     pub title: String,

@@ -3,13 +3,13 @@
 //! make in reading order.
 
 use pdf_extract::{MediaBox, OutputDev, OutputError, Transform};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::drawing::ShowColours;
 use super::{Colour, Rect};
 
 /// One glyph as drawn.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Glyph {
     /// Its text (usually one character; a ligature gives several).
     pub text: String,
@@ -31,7 +31,7 @@ pub struct Glyph {
 }
 
 /// A line of text: glyphs sharing a baseline, left to right.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TextLine {
     /// The text, a space where glyphs stand apart.
     pub text: String,

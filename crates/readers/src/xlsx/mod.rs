@@ -14,27 +14,27 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::docx::package::Package;
 use crate::docx::xml::{Ev, PartReader, attr, local};
 use crate::docx::{DocxError, Limits};
 
 /// A spreadsheet.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Workbook {
     /// The sheets, in workbook order.
     pub sheets: Vec<Sheet>,
 }
 
 /// One worksheet.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Sheet {
     /// Its name.
     pub name: String,
     /// Its cells with a value, by (row, column), both from 1 (as JSON, by
     /// their A1 address).
-    #[serde(serialize_with = "cells_by_address")]
+    #[serde(serialize_with = "cells_by_address", deserialize_with = "cells_from_addresses")]
     pub cells: BTreeMap<(u32, u32), Cell>,
     /// Merged ranges, as "A1:C1".
     pub merged: Vec<String>,
@@ -43,7 +43,7 @@ pub struct Sheet {
 }
 
 /// One cell's value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
 pub enum Cell {
     /// Text (a shared string is held once, whatever number of cells show it).
@@ -118,6 +118,9 @@ pub enum XlsxError {
     )]
     #[allow(missing_docs)]
     TooLarge { what: &'static str, limit: u64 },
+    /// The reader's child process gave no workbook (a bound met, a crash).
+    #[error("{0}")]
+    Isolated(crate::isolated::Failure),
 }
 
 /// A package-level refusal, in a workbook's words.
@@ -220,6 +223,33 @@ fn cells_by_address<S: serde::Serializer>(
         map.serialize_entry(&address(*r, *c), cell)?;
     }
     map.end()
+}
+
+/// The cells back from their addresses (the reader's own answer, from its
+/// child process): a text shown in many cells is held once again, as the
+/// reader held it.
+fn cells_from_addresses<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<(u32, u32), Cell>, D::Error> {
+    let by_address: Vec<(String, Cell)> = serde::Deserialize::deserialize(deserializer)
+        .map(|m: BTreeMap<String, Cell>| m.into_iter().collect())?;
+    let mut texts: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
+    let mut cells = BTreeMap::new();
+    for (at, mut cell) in by_address {
+        let Some(key) = a1(&at) else {
+            return Err(serde::de::Error::custom(format!("not a cell address: {at}")));
+        };
+        if let Cell::Text(t) = &mut cell {
+            match texts.get(t) {
+                Some(held) => *t = held.clone(),
+                None => {
+                    texts.insert(t.clone());
+                }
+            }
+        }
+        cells.insert(key, cell);
+    }
+    Ok(cells)
 }
 
 /// Reads an .xlsx file, refusing what is not a regular file or too large.
