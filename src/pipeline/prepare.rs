@@ -141,11 +141,7 @@ pub(super) fn prepare(
 fn guarded(task: &Task, trial: &str, f: impl FnOnce() -> Prepared) -> Prepared {
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     caught.unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown".into());
+        let what = redjury_readers::panic_message(panic.as_ref());
         let reason =
             format!("redjury failed while reading this output (a bug; please report it): {what}");
         Prepared {

@@ -26,3 +26,13 @@ pub mod docx;
 pub mod isolated;
 pub mod pdf;
 pub mod xlsx;
+
+/// What a caught panic says (its `&str` or `String` payload), for the
+/// reason a file's reader records instead of printing it.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown".into())
+}

@@ -143,14 +143,10 @@ fn read_on_thread(kind: Kind, bytes: Vec<u8>, stack: u64) -> Model {
     let reading = std::thread::Builder::new().stack_size(stack).spawn(move || read(kind, bytes));
     match reading.map(|h| h.join()) {
         Ok(Ok(model)) => model,
-        Ok(Err(panic)) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown".into());
-            Model::Refused(format!("a reader failed on it ({what})"))
-        }
+        Ok(Err(panic)) => Model::Refused(format!(
+            "a reader failed on it ({})",
+            crate::panic_message(panic.as_ref())
+        )),
         Err(e) => Model::Refused(format!("the reader could not start a thread: {e}")),
     }
 }

@@ -273,11 +273,7 @@ pub struct Pdf {
 pub fn from_bytes(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
     let read = std::panic::catch_unwind(|| read(bytes, limits));
     read.unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown".into());
+        let what = crate::panic_message(panic.as_ref());
         Err(PdfError::Structure(format!("a reader failed on it ({what})")))
     })
 }

@@ -173,11 +173,7 @@ pub(super) fn extract_all(
             Ok(Ok(())) => return Ok(dev.pages),
             Ok(Err(_)) if dev.glyphs >= budget => return Err(()),
             Ok(Err(e)) => e.to_string(),
-            Err(panic) => panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown".into()),
+            Err(panic) => crate::panic_message(panic.as_ref()),
         };
         // pdf-extract reads a page's boxes before it begins the page: a
         // failure after page k ended is page k + 1's.
