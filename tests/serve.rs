@@ -571,7 +571,10 @@ async fn bad_requests_get_a_4xx_that_says_what_is_wrong() {
         serve_args(&panel, &dir, &["--max-body-mb", "1", "--allow-path", &p(&allowed)]),
     );
     let url = format!("{}/v1/score", served.url);
-    let client = reqwest::Client::new();
+    // No idle connections kept: after a 413 the server closes its side, and
+    // a request sent on that pooled connection ends as IncompleteMessage
+    // (the transport's, not the service's).
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
     let raw = |body: Vec<u8>| {
         let (client, url) = (client.clone(), url.clone());
         async move {
