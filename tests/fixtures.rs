@@ -358,7 +358,7 @@ fn notes_and_headers() {
 
         ## Headers
 
-        [header header1.xml] CONFIDENTIAL
+        [header 1] CONFIDENTIAL
 
         ## Revision summary
 

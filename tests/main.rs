@@ -29,6 +29,7 @@ mod parity;
 mod pdf;
 mod score_e2e;
 mod scorer;
+mod seen;
 mod serve;
 mod shared_store;
 mod store;

@@ -6,7 +6,23 @@ use super::revisions::bounds;
 use super::text::normalise_ws;
 use super::{Facts, Outcome, by, verdict};
 use crate::docx::Comment;
-use crate::task::check_spec::{CommentSpec, PreparedCheck};
+use crate::task::check_spec::{Characters, CommentSpec, PreparedCheck};
+use crate::view::characters::as_read;
+
+/// Whether a person sees the comment: anchored somewhere in the document,
+/// with text that is more than invisible characters and whitespace. A
+/// comment or reply that is not shown counts for no check and no gate.
+pub(crate) fn shown(c: &Comment) -> bool {
+    c.anchored && !as_read(&c.text).trim().is_empty()
+}
+
+/// A comment's text in the form the check compares.
+fn text_of(c: &Comment, characters: Characters) -> String {
+    match characters {
+        Characters::AsRead => as_read(&c.text),
+        Characters::Stored => c.text.clone(),
+    }
+}
 
 pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentSpec) -> Outcome {
     if spec.threaded() {
@@ -25,13 +41,18 @@ pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentS
         .doc
         .comments
         .iter()
+        .filter(|c| shown(c))
         .filter(|c| by(spec.author.as_deref(), c.author.as_deref()) && in_section(&c.id))
         .filter(|c| {
-            spec.contains
-                .as_deref()
-                .is_none_or(|t| c.text.to_lowercase().contains(&t.to_lowercase()))
+            spec.contains.as_deref().is_none_or(|t| {
+                text_of(c, spec.characters).to_lowercase().contains(&t.to_lowercase())
+            })
         })
-        .filter(|c| spec.equals.as_deref().is_none_or(|t| normalise_ws(&c.text) == normalise_ws(t)))
+        .filter(|c| {
+            spec.equals
+                .as_deref()
+                .is_none_or(|t| normalise_ws(&text_of(c, spec.characters)) == normalise_ws(t))
+        })
         .filter(|c| spec.reply.is_none_or(|r| c.parent.is_some() == r))
         .filter(|c| spec.resolved.is_none_or(|r| c.resolved == r))
         .count() as u32;
@@ -76,8 +97,12 @@ struct Thread<'d> {
 impl Thread<'_> {
     /// What a regex names a thread by: its first comment's text and the
     /// text it is anchored to.
-    fn text(&self) -> String {
-        format!("{} {}", self.root.text, self.root.anchor)
+    fn text(&self, characters: Characters) -> String {
+        let text = format!("{} {}", self.root.text, self.root.anchor);
+        match characters {
+            Characters::AsRead => as_read(&text),
+            Characters::Stored => text,
+        }
     }
 }
 
@@ -108,8 +133,10 @@ fn all_threads<'d>(facts: &Facts<'d>) -> Vec<Thread<'d>> {
 /// threads marked done being exactly the ones named.
 fn threads(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentSpec) -> Outcome {
     let all = all_threads(facts);
-    let chosen: Vec<&Thread<'_>> =
-        all.iter().filter(|t| check.regex.as_ref().is_none_or(|r| r.is_match(&t.text()))).collect();
+    let chosen: Vec<&Thread<'_>> = all
+        .iter()
+        .filter(|t| check.regex.as_ref().is_none_or(|r| r.is_match(&t.text(spec.characters))))
+        .collect();
     let mut reason = Vec::new();
     if let Some(author) = &spec.replied_by {
         // A thread the author opened needs no reply from the author.
@@ -117,7 +144,9 @@ fn threads(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentSpec) -> Outc
             chosen.iter().filter(|t| !by(Some(author), t.root.author.as_deref())).collect();
         let missing: Vec<&&&Thread<'_>> = chosen
             .iter()
-            .filter(|t| !t.replies.iter().any(|r| by(Some(author), r.author.as_deref())))
+            .filter(|t| {
+                !t.replies.iter().any(|r| shown(r) && by(Some(author), r.author.as_deref()))
+            })
             .collect();
         if let Some(first) = missing.first() {
             return verdict(
@@ -138,8 +167,11 @@ fn threads(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentSpec) -> Outc
     if let Some(patterns) = &spec.done_exactly {
         let mut named = std::collections::BTreeSet::new();
         for (pattern, re) in patterns.iter().zip(&check.regexes) {
-            let hits: Vec<&String> =
-                all.iter().filter(|t| re.is_match(&t.text())).map(|t| &t.root.id).collect();
+            let hits: Vec<&String> = all
+                .iter()
+                .filter(|t| re.is_match(&t.text(spec.characters)))
+                .map(|t| &t.root.id)
+                .collect();
             if hits.len() != 1 {
                 return verdict(
                     false,

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use super::text::normalise_ws;
 use crate::docx::{Document, DocxError};
+use crate::view::characters::author_key;
 use crate::xlsx::{Workbook, XlsxError};
 
 /// The gate's decision and why.
@@ -35,12 +36,14 @@ impl GateResult {
     }
 }
 
-/// Whether two author names are the same person: surrounding whitespace is
+/// Whether two author names are the same person as a reader of the review
+/// pane sees them: compared as read (invisible characters dropped,
+/// lookalike letters read as the Latin ones), surrounding whitespace
 /// ignored and inner runs of whitespace (including non-breaking spaces)
-/// count as one space. Case is kept: "Vendor Counsel" and "vendor counsel"
-/// differ, as they do in Word's review pane.
+/// counting as one space. Case is kept: "Vendor Counsel" and "vendor
+/// counsel" differ, as they do in Word's review pane.
 pub(crate) fn same_author(a: &str, b: &str) -> bool {
-    normalise_ws(a) == normalise_ws(b)
+    author_key(a) == author_key(b)
 }
 
 /// Applies the gate to a spreadsheet's load result. A sheet has no tracked
@@ -162,7 +165,8 @@ pub fn check_against(
         }
     };
     let want = normalise_ws(author);
-    let mine = |a: &Option<String>| a.as_deref().is_some_and(|a| normalise_ws(a) == want);
+    let key = author_key(author);
+    let mine = |a: &Option<String>| a.as_deref().is_some_and(|a| author_key(a) == key);
     let old = match input {
         Some(input) => crate::docx::carried_over(doc, input),
         None => crate::docx::CarriedOver::none(doc),
@@ -171,7 +175,8 @@ pub fn check_against(
     for (i, _) in doc.revisions.iter().enumerate().filter(|(_, r)| mine(&r.author)) {
         if old.revision(i) { carried += 1 } else { revisions += 1 }
     }
-    for (i, _) in doc.comments.iter().enumerate().filter(|(_, c)| mine(&c.author)) {
+    let shown = |c: &crate::docx::Comment| super::comment::shown(c);
+    for (i, _) in doc.comments.iter().enumerate().filter(|(_, c)| mine(&c.author) && shown(c)) {
         if old.comment(i) { carried += 1 } else { comments += 1 }
     }
     let carried_note = if carried > 0 {

@@ -34,7 +34,7 @@ use sections::Sections;
 
 /// The version of check evaluation. Bump it whenever a check can give
 /// another verdict or reason for the same inputs: it keys cached verdicts.
-pub(crate) const CHECK_VERSION: u32 = 5;
+pub(crate) const CHECK_VERSION: u32 = 6;
 
 /// A check's verdict and the one-line reason for it.
 pub type Outcome = (Verdict, String);
@@ -42,7 +42,10 @@ pub type Outcome = (Verdict, String);
 /// What every evaluator may read: the output, its sections, the task's
 /// input (mapped only when a check compares with it) and the task author.
 struct Facts<'d> {
+    /// The output as a person sees it (hidden text left out).
     doc: &'d Document,
+    /// The output as stored, hidden text included, for a check that asks.
+    stored: &'d Document,
     sections: Sections<'d>,
     input: Option<Sections<'d>>,
     task_author: &'d str,
@@ -70,10 +73,21 @@ pub(crate) fn evaluate_all(
     task_author: &str,
 ) -> Vec<Outcome> {
     let needs_input = checks.iter().any(|c| matches!(c.spec, CheckSpec::Scope { .. }));
+    // Checks read what a person sees: text no one can see neither
+    // satisfies nor breaks them (a parameter asks for it).
+    let seen = doc.has_hidden().then(|| doc.as_seen());
+    let seen_doc = seen.as_ref().unwrap_or(doc);
+    let input_seen = input.filter(|_| needs_input).map(|i| i.has_hidden().then(|| i.as_seen()));
+    let input_doc = match (&input_seen, input) {
+        (Some(Some(i)), _) => Some(i),
+        (Some(None), i) => i,
+        (None, _) => None,
+    };
     let facts = Facts {
-        doc,
-        sections: Sections::of(doc),
-        input: input.filter(|_| needs_input).map(Sections::of),
+        doc: seen_doc,
+        stored: doc,
+        sections: Sections::of(seen_doc),
+        input: input_doc.map(Sections::of),
         task_author,
     };
     checks.iter().map(|c| evaluate_one(c, &facts)).collect()

@@ -1,12 +1,15 @@
 //! `contains` / `not_contains`: a regex over inserted, deleted or accepted
 //! text, in the body or in the stories named (headers, footers, notes,
 //! comments, text boxes); a reason names the story and the text matched.
+//! The text is searched as a person reads it unless the check asks for the
+//! stored characters.
 
 use super::sections::Sections;
 use super::text::{normalise_ws, preview};
 use super::{Expect, Facts, Outcome, by, verdict};
 use crate::docx::{Document, Inline, State, StoryKind, visit_paragraphs};
-use crate::task::check_spec::{Pattern, PreparedCheck, StoryName, Target};
+use crate::task::check_spec::{Characters, HiddenText, Pattern, PreparedCheck, StoryName, Target};
+use crate::view::characters::as_read;
 
 pub(super) fn evaluate(
     facts: &Facts<'_>,
@@ -19,16 +22,28 @@ pub(super) fn evaluate(
         Err(outcome) => return outcome,
     };
     let section = section.as_deref();
+    let stored;
+    let (doc, sections) = match p.hidden {
+        HiddenText::Included if !std::ptr::eq(facts.stored, facts.doc) => {
+            stored = Sections::of(facts.stored);
+            (facts.stored, &stored)
+        }
+        _ => (facts.doc, &facts.sections),
+    };
     let stories = stories(&p.stories);
     // Each story searched on its own, so a match says where it was.
     let mut hays: Vec<(StoryName, String)> = Vec::new();
     for name in &stories {
         let text = match (name, p.target) {
-            (StoryName::Body, Target::Accepted) => facts.sections.accepted_text(section),
+            (StoryName::Body, Target::Accepted) => sections.accepted_text(section),
             (StoryName::Body, _) => {
-                changed_text(facts.doc, &facts.sections, p.target, section, p.author.as_deref())
+                changed_text(doc, sections, p.target, section, p.author.as_deref())
             }
-            _ => story_text(facts.doc, *name, p.target, p.author.as_deref()),
+            _ => story_text(doc, *name, p.target, p.author.as_deref()),
+        };
+        let text = match p.characters {
+            Characters::AsRead => as_read(&text),
+            Characters::Stored => text,
         };
         hays.push((*name, normalise_ws(&text)));
     }
@@ -115,7 +130,7 @@ fn story_text(doc: &Document, name: StoryName, target: Target, author: Option<&s
     let mut out = String::new();
     if name == StoryName::Comments {
         if target == Target::Accepted {
-            for c in &doc.comments {
+            for c in doc.comments.iter().filter(|c| super::comment::shown(c)) {
                 out.push_str(&c.text);
                 out.push('\n');
             }

@@ -46,6 +46,33 @@ pub enum Target {
     Accepted,
 }
 
+/// Which characters a text check compares: the text as a person reads it
+/// (the default), or the characters stored in the file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Characters {
+    /// As read: invisible characters dropped, bidi overrides in the order
+    /// shown, NFKC, lookalike letters read as the Latin ones
+    /// (`crate::view::characters::as_read`).
+    #[default]
+    AsRead,
+    /// The characters as the file stores them.
+    Stored,
+}
+
+/// Whether a text check reads text a person does not see (formatted
+/// hidden, too small to read, the background's colour, a text box of zero
+/// size).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HiddenText {
+    /// Left out: the check reads what a person sees.
+    #[default]
+    Excluded,
+    /// Read as if it were shown.
+    Included,
+}
+
 /// A check as written in a task file (see README "Checks").
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -422,6 +449,10 @@ pub struct CommentSpec {
     /// Thread mode: the threads marked done are exactly these, each named
     /// by a regex that matches one thread.
     pub done_exactly: Option<Vec<String>>,
+    #[serde(default)]
+    /// Which characters `contains`, `equals` and the regexes compare
+    /// (default: as a person reads them).
+    pub characters: Characters,
 }
 
 impl CommentSpec {
@@ -471,6 +502,12 @@ pub struct Pattern {
     #[serde(default)]
     /// The stories searched (default: the body).
     pub stories: Vec<StoryName>,
+    #[serde(default)]
+    /// Which characters are searched (default: as a person reads them).
+    pub characters: Characters,
+    #[serde(default)]
+    /// Whether text no one sees is searched (default: it is not).
+    pub hidden: HiddenText,
 }
 
 fn yes() -> bool {

@@ -20,7 +20,7 @@ use crate::docx::{
 /// for a given document changes: it keys the render cache, so a stale view
 /// is never reused. `tests/fixtures.rs` pins the output of one fixture to
 /// this number and fails until both are updated together.
-pub(crate) const VIEW_VERSION: u32 = 4;
+pub(crate) const VIEW_VERSION: u32 = 5;
 
 /// Renders the annotated view. `title` names the document in the heading.
 pub(crate) fn render(doc: &Document, title: &str) -> String {
@@ -131,6 +131,10 @@ pub(crate) fn escape(text: &str) -> String {
             // fake a line of the view (an id, an appendix entry, a table row).
             '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}' => {
                 out.push_str(" ↵ ")
+            }
+            // What a person cannot see is written so a judge can.
+            c if super::characters::invisible(c) => {
+                super::characters::escape_invisible(c, &mut out)
             }
             _ => out.push(c),
         }
@@ -243,8 +247,21 @@ impl<'d> Renderer<'d> {
                 for block in &s.blocks {
                     if let Block::Paragraph(tp) = block {
                         let line = self.paragraph(tp, Label::Shown, Mark::Shown);
-                        if !line.trim().is_empty() {
-                            let _ = writeln!(self.out, "    [text box {}] {line}", s.id);
+                        if line.trim().is_empty() {
+                            continue;
+                        }
+                        match &s.hidden {
+                            Some(h) => {
+                                let _ = writeln!(
+                                    self.out,
+                                    "    [text box {}] {{hidden, {}: {line}}}",
+                                    s.id,
+                                    h.describe()
+                                );
+                            }
+                            None => {
+                                let _ = writeln!(self.out, "    [text box {}] {line}", s.id);
+                            }
                         }
                     }
                 }
@@ -420,7 +437,12 @@ impl<'d> Renderer<'d> {
     /// One span. The author tag is deferred when the next span continues
     /// the same author's change, so a replacement reads `~~old~~++new++{@A}`.
     fn span(&mut self, line: &mut String, span: &Span, next: Option<&Span>) {
-        let text = escape(&span.text);
+        let text = match &span.hidden {
+            // A person does not see it: a judge is told so, never shown
+            // it as ordinary text.
+            Some(h) => format!("{{hidden, {}: {}}}", h.describe(), escape(&span.text)),
+            None => escape(&span.text),
+        };
         match (span.inserted, span.deleted) {
             (None, None) => {
                 line.push_str(&text);
@@ -518,7 +540,9 @@ impl<'d> Renderer<'d> {
                         "{prefix}-{}",
                         crate::docx::format_list_number("lowerRoman", i64::from(note_number))
                     ),
-                    _ => format!("{prefix} {}", story.id.rsplit('/').next().unwrap_or(&story.id)),
+                    // Numbered, never named by their part: a part name is
+                    // the file's to choose, and could forge a line.
+                    _ => format!("{prefix} {note_number}"),
                 };
                 let mut lines = Vec::new();
                 for block in &story.blocks {
@@ -650,6 +674,29 @@ impl<'d> Renderer<'d> {
                 c.replies
             );
         }
+        self.lookalike_authors();
+    }
+
+    /// Names that differ in the file but look the same to a person (a
+    /// Cyrillic letter, an invisible character): said once, since checks
+    /// and the gate count them as one author.
+    fn lookalike_authors(&mut self) {
+        let mut by_key: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        for bucket in self.summary.keys() {
+            let name = bucket.strip_suffix(" (earlier rounds)").unwrap_or(bucket);
+            let names = by_key.entry(super::characters::author_key(name)).or_default();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        for names in by_key.values().filter(|n| n.len() > 1) {
+            let quoted: Vec<String> = names.iter().map(|n| format!("\"{}\"", escape(n))).collect();
+            let _ = writeln!(
+                self.out,
+                "\nAuthors whose names look the same to a reader (counted as one): {}",
+                quoted.join(", ")
+            );
+        }
     }
 }
 
@@ -755,7 +802,7 @@ mod tests {
         }
         assert_eq!(
             (VIEW_VERSION, crate::hash::sha256_hex(&views).as_str()),
-            (4, "caf359b6bd42fdef88e7d5d58a5fdc6d77cd075eab848cc608d7768adffd5ee4"),
+            (5, "a1032438802a4e0d784b4e8924a82e55213225c421fd5ca5561d1f7f1811995d"),
             "the annotated view changed: bump VIEW_VERSION"
         );
     }
@@ -770,5 +817,6 @@ mod tests {
         assert_eq!(escape("line\nbreak"), "line ↵ break");
         assert_eq!(escape("a\u{2028}[p-001] b\r{cmt-1}"), "a ↵ \\[p-001] b ↵ \\{cmt-1\\}");
         assert_eq!(escape("x | y <br> [^fn-1]"), "x \\| y \\<br> \\[^fn-1]");
+        assert_eq!(escape("un\u{200B}limited \u{202E}x"), "un⟨U+200B⟩limited ⟨U+202E⟩x");
     }
 }

@@ -5,6 +5,7 @@
 //! or change the model.
 
 pub(crate) mod annotated;
+pub(crate) mod characters;
 pub(crate) mod pdf;
 pub(crate) mod plain;
 pub(crate) mod reference;

@@ -80,15 +80,43 @@ impl Docx {
         add("header1.xml", "header", "w:hdr", &self.header, &mut parts);
         add("footer1.xml", "footer", "w:ftr", &self.footer, &mut parts);
         add("settings.xml", "settings", "w:settings", &self.settings, &mut parts);
+        // A header or footer shows where a section names it (Word shows
+        // a part no section names nowhere, and the reader skips it).
+        let mut refs = String::new();
+        if self.header.is_some() {
+            refs.push_str(r#"<w:headerReference w:type="default" r:id="rheader1.xml"/>"#);
+        }
+        if self.footer.is_some() {
+            refs.push_str(r#"<w:footerReference w:type="default" r:id="rfooter1.xml"/>"#);
+        }
+        let section =
+            if refs.is_empty() { String::new() } else { format!("<w:sectPr>{refs}</w:sectPr>") };
         let document = format!(
-            r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document {ns}><w:body>{}</w:body></w:document>"#,
+            r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document {ns}><w:body>{}{section}</w:body></w:document>"#,
             self.body
         );
         let mut files = vec![
-            ("[Content_Types].xml".to_string(), r#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/></Types>"#.to_string()),
-            ("_rels/.rels".to_string(), format!(r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{REL}/officeDocument" Target="word/document.xml"/>{}</Relationships>"#, if self.app.is_some() { format!(r#"<Relationship Id="rId2" Type="{REL}/extended-properties" Target="docProps/app.xml"/>"#) } else { String::new() })),
+            ("[Content_Types].xml".to_string(), content_types(&parts)),
+            (
+                "_rels/.rels".to_string(),
+                format!(
+                    r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{REL}/officeDocument" Target="word/document.xml"/>{}</Relationships>"#,
+                    if self.app.is_some() {
+                        format!(
+                            r#"<Relationship Id="rId2" Type="{REL}/extended-properties" Target="docProps/app.xml"/>"#
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            ),
             ("word/document.xml".to_string(), document),
-            ("word/_rels/document.xml.rels".to_string(), format!(r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">{rels}</Relationships>"#)),
+            (
+                "word/_rels/document.xml.rels".to_string(),
+                format!(
+                    r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">{rels}</Relationships>"#
+                ),
+            ),
         ];
         files.extend(parts);
         if let Some(app) = &self.app {
@@ -100,6 +128,29 @@ impl Docx {
     pub fn load(&self) -> redjury::docx::Document {
         redjury::docx::from_bytes(self.bytes(), Default::default()).expect("fixture loads")
     }
+}
+
+/// `[Content_Types].xml` naming each part's type, as a word processor
+/// needs to open the file (redjury's reader goes by relationships).
+fn content_types(parts: &[(String, String)]) -> String {
+    const WML: &str = "application/vnd.openxmlformats-officedocument.wordprocessingml";
+    let mut overrides = format!(
+        r#"<Override PartName="/word/document.xml" ContentType="{WML}.document.main+xml"/>"#
+    );
+    for (name, _) in parts {
+        let stem = name.trim_start_matches("word/").trim_end_matches(".xml");
+        let kind = stem.trim_end_matches(char::is_numeric);
+        let kind = match kind {
+            "header" | "footer" | "styles" | "comments" | "numbering" | "footnotes"
+            | "endnotes" | "settings" | "commentsExtended" | "people" => kind,
+            _ => continue,
+        };
+        overrides
+            .push_str(&format!(r#"<Override PartName="/{name}" ContentType="{WML}.{kind}+xml"/>"#));
+    }
+    format!(
+        r#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>{overrides}</Types>"#
+    )
 }
 
 pub fn zip_files(files: &[(&str, &[u8])]) -> Vec<u8> {

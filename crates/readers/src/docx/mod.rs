@@ -13,6 +13,7 @@ mod numfmt;
 pub mod package;
 mod props;
 mod story;
+mod visibility;
 pub mod xml;
 
 use std::collections::HashSet;
@@ -165,10 +166,17 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
     };
     let rels = pkg.relationships(&main)?;
     let mut ctx = Ctx::default();
+    let styles = match target(&rels, "styles") {
+        Some(part) => pkg.read_part(&part)?.map(|xml| (part, xml)),
+        None => None,
+    };
+    if let Some((part, xml)) = &styles {
+        ctx.styles = visibility::StyleSheet::parse(part, xml)?;
+    }
     let body = parse_main(&mut ctx, &main, &main_xml)?;
     parse_side_stories(&mut pkg, &rels, &mut ctx)?;
     let (comments, people) = read_comments(&mut pkg, &rels, &mut ctx)?;
-    let defs = read_numbering(&mut pkg, &rels)?;
+    let defs = read_numbering(&mut pkg, &rels, styles.as_ref())?;
     let provenance = read_provenance(&mut pkg, &rels, &main_xml)?;
     let comment_index = comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
     let mut doc = Document {
@@ -216,13 +224,25 @@ fn parse_side_stories(
             _ => continue,
         };
         let Some(part) = rel.target.clone() else { continue };
+        if !ctx.shown_parts.contains(&rel.id) {
+            ctx.warnings.push(format!(
+                "the {} part {part} is named by no section: Word shows it nowhere, and it is not read",
+                rel.kind
+            ));
+            continue;
+        }
         if !seen.insert(part.clone()) {
             continue;
         }
         if let Some(xml) = pkg.read_part(&part)? {
             let mut reader = PartReader::new(&part, &xml);
             if let Some(blocks) = parse_root(ctx, &mut reader)? {
-                ctx.stories.push(Story { kind: story_kind, id: part.clone(), blocks });
+                ctx.stories.push(Story {
+                    kind: story_kind,
+                    id: part.clone(),
+                    blocks,
+                    hidden: None,
+                });
             }
         }
     }
@@ -260,18 +280,15 @@ fn read_comments(
 fn read_numbering(
     pkg: &mut Package,
     rels: &[Relationship],
+    styles: Option<&(String, String)>,
 ) -> Result<numbering::Definitions, DocxError> {
-    let mut part_of = |kind: &str| -> Result<Option<(String, String)>, DocxError> {
-        match target(rels, kind) {
-            Some(part) => Ok(pkg.read_part(&part)?.map(|xml| (part, xml))),
-            None => Ok(None),
-        }
+    let numbering = match target(rels, "numbering") {
+        Some(part) => pkg.read_part(&part)?.map(|xml| (part, xml)),
+        None => None,
     };
-    let styles = part_of("styles")?;
-    let numbering = part_of("numbering")?;
     numbering::Definitions::parse(
         numbering.as_ref().map(|(p, x)| (p.as_str(), x.as_str())),
-        styles.as_ref().map(|(p, x)| (p.as_str(), x.as_str())),
+        styles.map(|(p, x)| (p.as_str(), x.as_str())),
     )
 }
 
@@ -336,6 +353,9 @@ fn parse_main(ctx: &mut Ctx, part: &str, xml: &str) -> Result<Vec<Block>, DocxEr
             Ev::Start(Ns::W, e) if local(&e) == "body" => {
                 return parse_blocks(ctx, &mut reader, Mode::Body);
             }
+            Ev::Start(Ns::W, e) | Ev::Empty(Ns::W, e) if local(&e) == "background" => {
+                ctx.styles.page = visibility::page_colour(&e);
+            }
             Ev::Eof => return Err(DocxError::MissingPart(format!("w:body element in {part}"))),
             _ => {}
         }
@@ -365,7 +385,7 @@ fn parse_notes(ctx: &mut Ctx, part: &str, xml: &str, kind: StoryKind) -> Result<
                     continue;
                 }
                 let blocks = parse_blocks(ctx, &mut reader, Mode::Other)?;
-                ctx.stories.push(Story { kind, id, blocks });
+                ctx.stories.push(Story { kind, id, blocks, hidden: None });
             }
             Ev::Eof => return Ok(()),
             _ => {}

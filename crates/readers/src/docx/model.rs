@@ -22,7 +22,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A whole .docx: its main story, the other stories, revisions and comments.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Document {
     /// The main story (`w:body`), in document order.
     pub body: Vec<Block>,
@@ -51,7 +51,7 @@ pub struct Document {
 }
 
 /// A block-level item of a story.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 // A paragraph outweighs a table's header; boxing every paragraph would cost
 // an allocation each for nothing a reader sees.
@@ -63,7 +63,7 @@ pub enum Block {
     Table(Table),
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 /// A paragraph: its properties, revisions of its mark and formatting, and inline content.
 pub struct Paragraph {
     /// Where the reference view (python-docx order) would number this
@@ -184,7 +184,7 @@ pub struct Bookmark {
 }
 
 /// Inline content of a paragraph.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Inline {
     /// Text with one revision state.
@@ -240,10 +240,50 @@ pub struct Span {
     /// A tracked run-formatting change (`w:rPrChange`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<usize>,
+    /// Why a person opening the file does not see this text, when they
+    /// do not (hidden formatting, a size no one reads, the background's
+    /// colour).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Hidden>,
+}
+
+/// Why text is in the file but not on the page a person sees.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum Hidden {
+    /// Formatted hidden (`w:vanish`), directly or through a style.
+    Vanish,
+    /// Set in a size no one reads (below 3 pt).
+    Tiny {
+        /// The size, in half-points.
+        half_points: u32,
+    },
+    /// Drawn in the colour of what lies beneath it (white on white).
+    Camouflaged {
+        /// The colour of both, six hex digits.
+        colour: String,
+    },
+    /// In a text box drawn with no width or no height.
+    ZeroSize,
+}
+
+impl Hidden {
+    /// What the views say of it: "formatted hidden", "white on white".
+    pub fn describe(&self) -> String {
+        match self {
+            Hidden::Vanish => "formatted hidden".into(),
+            Hidden::Tiny { half_points } => {
+                format!("{} pt text", f64::from(*half_points) / 2.0)
+            }
+            Hidden::Camouflaged { colour } if colour == "FFFFFF" => "white on white".into(),
+            Hidden::Camouflaged { colour } => format!("#{colour} on #{colour}"),
+            Hidden::ZeroSize => "in a text box of zero size".into(),
+        }
+    }
 }
 
 /// A table.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Table {
     /// The rows, in order.
     pub rows: Vec<Row>,
@@ -254,7 +294,7 @@ pub struct Table {
 }
 
 /// A table row.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Row {
     /// The cells, in order.
     pub cells: Vec<Cell>,
@@ -277,7 +317,7 @@ pub struct Row {
 }
 
 /// A table cell.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Cell {
     /// The cell's content.
     pub blocks: Vec<Block>,
@@ -299,7 +339,7 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 /// A story other than the body: a header, footer, note or text box.
 pub struct Story {
     /// What kind of story.
@@ -308,6 +348,9 @@ pub struct Story {
     pub id: String,
     /// Its content.
     pub blocks: Vec<Block>,
+    /// Why no one sees the story at all (a text box of zero size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Hidden>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -596,6 +639,39 @@ impl Document {
         }
     }
 
+    /// Whether any text or story of the document is out of a person's sight.
+    pub fn has_hidden(&self) -> bool {
+        let mut any = self.stories.iter().any(|s| s.hidden.is_some());
+        let mut look = |p: &Paragraph| {
+            any |= p.inlines.iter().any(|i| matches!(i, Inline::Text(s) if s.hidden.is_some()));
+        };
+        visit_paragraphs(&self.body, &mut look);
+        for story in &self.stories {
+            visit_paragraphs(&story.blocks, &mut look);
+        }
+        any
+    }
+
+    /// The document as a person opening it sees it: hidden text left out,
+    /// and the content of hidden stories (a text box of zero size) emptied.
+    /// Revisions and comments keep their indices.
+    pub fn as_seen(&self) -> Document {
+        let mut seen = self.clone();
+        let drop_hidden = |blocks: &mut Vec<Block>| {
+            visit_paragraphs_mut(blocks, &mut |p| {
+                p.inlines.retain(|i| !matches!(i, Inline::Text(s) if s.hidden.is_some()))
+            });
+        };
+        drop_hidden(&mut seen.body);
+        for story in &mut seen.stories {
+            if story.hidden.is_some() {
+                story.blocks.clear();
+            }
+            drop_hidden(&mut story.blocks);
+        }
+        seen
+    }
+
     /// Calls `f` on every paragraph of the body, tables included, in order.
     pub fn for_each_body_paragraph<'a>(&'a self, f: &mut dyn FnMut(&'a Paragraph)) {
         visit_paragraphs(&self.body, f);
@@ -611,6 +687,22 @@ pub fn visit_paragraphs<'a>(blocks: &'a [Block], f: &mut dyn FnMut(&'a Paragraph
                 for row in &t.rows {
                     for cell in &row.cells {
                         visit_paragraphs(&cell.blocks, f);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Calls `f` on every paragraph of `blocks` mutably, tables included.
+fn visit_paragraphs_mut(blocks: &mut [Block], f: &mut dyn FnMut(&mut Paragraph)) {
+    for block in blocks {
+        match block {
+            Block::Paragraph(p) => f(p),
+            Block::Table(t) => {
+                for row in &mut t.rows {
+                    for cell in &mut row.cells {
+                        visit_paragraphs_mut(&mut cell.blocks, f);
                     }
                 }
             }

@@ -154,6 +154,9 @@ impl Definitions {
             match r.next()? {
                 Ev::Start(Ns::Mc, e) => match local(&e) {
                     "AlternateContent" => alternates.push((r.depth(), false)),
+                    "Choice" if !r.implements(&attr(&e, "Requires").unwrap_or_default()) => {
+                        r.skip_subtree()?
+                    }
                     "Choice" | "Fallback" => match alternates.last_mut() {
                         Some((_, taken)) if !*taken => *taken = true,
                         _ => r.skip_subtree()?,

@@ -13,6 +13,7 @@ use quick_xml::events::BytesStart;
 use super::DocxError;
 use super::model::*;
 use super::props::{self, Element};
+use super::visibility::{Look, StyleSheet};
 use super::xml::{Ev, Ns, PartReader, Tag, attr, local};
 
 /// Document-wide state shared by every story of one package.
@@ -23,6 +24,10 @@ pub(crate) struct Ctx {
     pub warnings: Vec<String>,
     pub fields: Vec<Field>,
     pub bookmarks: Vec<Bookmark>,
+    /// What decides whether a person sees a run (styles, page colour).
+    pub styles: StyleSheet,
+    /// Relationship ids of the headers and footers some section shows.
+    pub shown_parts: Vec<String>,
     move_pairs: HashMap<String, u32>,
     footnotes_seen: u32,
     endnotes_seen: u32,
@@ -111,6 +116,8 @@ struct ParaBuilder {
     /// The `w:pPrChange` revision, whose changed properties are the diff
     /// of the two lists above.
     ppr_change: Option<usize>,
+    /// The paragraph's shading fill (`w:pPr/w:shd`), what its text is drawn on.
+    shading: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -146,6 +153,10 @@ struct Parser<'c, 'x> {
     /// One entry per open `mc:AlternateContent`: whether a branch was taken.
     alternates: Vec<bool>,
     run_format: Option<usize>,
+    /// The current run's own formatting that decides whether it is seen.
+    run_look: Look,
+    /// Whether the drawing being read has no width or no height.
+    zero_extent: bool,
     rpr_now: Vec<(String, String)>,
     rpr_old: Vec<(String, String)>,
     open_move_from: Option<String>,
@@ -181,6 +192,8 @@ pub(crate) fn parse_blocks(
         open_fields: Vec::new(),
         alternates: Vec::new(),
         run_format: None,
+        run_look: Look::default(),
+        zero_extent: false,
         rpr_now: Vec::new(),
         rpr_old: Vec::new(),
         open_move_from: None,
@@ -253,6 +266,16 @@ impl<'c, 'x> Parser<'c, 'x> {
                         self.alternates.push(false);
                         self.push(tag, El::AltContent);
                     }
+                    // Word's rule: the first Choice whose required
+                    // vocabularies are all known, else the Fallback.
+                    "Choice"
+                        if tag == Tag::Open
+                            && !self
+                                .reader
+                                .implements(&attr(e, "Requires").unwrap_or_default()) =>
+                    {
+                        self.reader.skip_subtree()?
+                    }
                     "Choice" | "Fallback" if tag == Tag::Open => {
                         let taken = self.alternates.last_mut();
                         match taken {
@@ -268,6 +291,15 @@ impl<'c, 'x> Parser<'c, 'x> {
                 Ok(())
             }
             _ => {
+                match name {
+                    // A drawing's size (`wp:extent`), before its content.
+                    "inline" | "anchor" => self.zero_extent = false,
+                    "extent" => {
+                        let size = |k: &str| attr(e, k).and_then(|v| v.trim().parse::<i64>().ok());
+                        self.zero_extent = size("cx") == Some(0) || size("cy") == Some(0);
+                    }
+                    _ => {}
+                }
                 self.push(tag, El::Other);
                 Ok(())
             }
@@ -279,6 +311,17 @@ impl<'c, 'x> Parser<'c, 'x> {
         // Properties are recorded for formatting-change diffs before anything else.
         if matches!(parent, El::PPr | El::RPr | El::NumPr) {
             self.record_property(name, e);
+        }
+        let in_change = self.path.contains(&El::RPrChange) || self.path.contains(&El::PPrChange);
+        if parent == El::RPr && self.path.contains(&El::R) && !in_change {
+            self.run_look.record(e);
+        }
+        if parent == El::PPr
+            && name == "shd"
+            && !in_change
+            && let Some(b) = self.para_mut()
+        {
+            b.shading = attr(e, "fill").map(|f| f.trim().to_ascii_uppercase());
         }
         match name {
             "p" => self.start_paragraph(e, parent, tag),
@@ -321,6 +364,7 @@ impl<'c, 'x> Parser<'c, 'x> {
                 let el = props::read(self.reader, e, tag)?;
                 self.section_properties(&el);
             }
+
             "r" => self.start_run(tag),
             "t" | "delText" if tag == Tag::Open => self.text(e)?,
             "instrText" | "delInstrText" if tag == Tag::Open => self.instruction(name)?,
@@ -364,6 +408,7 @@ impl<'c, 'x> Parser<'c, 'x> {
     /// `w:r`: a run starts with no formatting of its own yet.
     fn start_run(&mut self, tag: Tag) {
         self.run_format = None;
+        self.run_look = Look::default();
         self.rpr_now.clear();
         self.rpr_old.clear();
         self.custom_note_mark = false;
@@ -666,6 +711,15 @@ impl<'c, 'x> Parser<'c, 'x> {
 
     /// `w:sectPr`: a paragraph's section break, or the body's last section.
     fn section_properties(&mut self, el: &Element) {
+        // The headers and footers a section shows; a part no section
+        // names is shown nowhere.
+        for child in &el.children {
+            if matches!(child.name.as_str(), "headerReference" | "footerReference")
+                && let Some(id) = child.attr("id")
+            {
+                self.ctx.shown_parts.push(id.to_string());
+            }
+        }
         let Some(rev) = self.property_change(el, "sectPrChange", RevisionKind::SectionFormat)
         else {
             return;
@@ -925,16 +979,28 @@ impl<'c, 'x> Parser<'c, 'x> {
             f.result.push_str(text);
         }
         let format = self.run_format;
+        let hidden = self.hidden_here();
         let Some(b) = self.para_mut() else { return };
         if let Some(Inline::Text(last)) = b.p.inlines.last_mut()
             && last.inserted == inserted
             && last.deleted == deleted
             && last.format == format
+            && last.hidden == hidden
         {
             last.text.push_str(text);
             return;
         }
-        b.p.inlines.push(Inline::Text(Span { text: text.to_string(), inserted, deleted, format }));
+        let text = text.to_string();
+        b.p.inlines.push(Inline::Text(Span { text, inserted, deleted, format, hidden }));
+    }
+
+    /// Whether the text of the current run is out of a person's sight.
+    fn hidden_here(&mut self) -> Option<super::model::Hidden> {
+        let (style, shading) = match self.para_mut() {
+            Some(b) => (b.p.props.style.clone(), b.shading.clone()),
+            None => (None, None),
+        };
+        self.ctx.styles.hidden(&self.run_look, style.as_deref(), shading.as_deref())
     }
 
     fn push_anchor(&mut self, inline: Inline) {
@@ -1006,7 +1072,9 @@ impl<'c, 'x> Parser<'c, 'x> {
                 }
             }
             Frame::TextBox(blocks) => {
+                let hidden = self.zero_extent.then_some(super::model::Hidden::ZeroSize);
                 self.ctx.stories.push(Story {
+                    hidden,
                     kind: StoryKind::TextBox,
                     id: (self.ctx.stories.iter().filter(|s| s.kind == StoryKind::TextBox).count()
                         + 1)

@@ -47,6 +47,22 @@ fn classify(uri: &str) -> Ns {
     }
 }
 
+/// Whether the reader implements a vocabulary an `mc:Choice` may require:
+/// its own, and Word's and Office drawing's extensions, whose text the
+/// reader reaches through `w:txbxContent`. Any other (a namespace no word
+/// processor knows) sends Word, LibreOffice and this reader to the
+/// `mc:Fallback`.
+fn implemented(uri: &str) -> bool {
+    classify(uri) != Ns::Other
+        || uri.starts_with("http://schemas.microsoft.com/office/word/")
+        || uri.starts_with("http://schemas.microsoft.com/office/drawing/")
+        || uri.starts_with("http://schemas.openxmlformats.org/drawingml/")
+        || matches!(
+            uri,
+            "urn:schemas-microsoft-com:vml" | "urn:schemas-microsoft-com:office:office"
+        )
+}
+
 /// How an element was written: `<x>`, with content and an end tag to
 /// come, or `<x/>`, complete in itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +101,18 @@ impl<'a> PartReader<'a> {
         config.check_end_names = true;
         config.trim_text(false);
         PartReader { part, inner, depth: 0 }
+    }
+
+    /// Whether every prefix of an `mc:Choice`'s `Requires` names a
+    /// vocabulary the reader implements (an unbound prefix does not).
+    pub(crate) fn implements(&self, requires: &str) -> bool {
+        requires.split_whitespace().all(|prefix| {
+            let name = format!("{prefix}:x");
+            match self.inner.resolver().resolve_element(quick_xml::name::QName(&name)) {
+                (ResolveResult::Bound(ns), _) => implemented(ns.0),
+                _ => false,
+            }
+        })
     }
 
     /// Depth of the element most recently started (root = 1).
