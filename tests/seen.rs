@@ -360,3 +360,127 @@ fn which(program: &str) -> Result<(), ()> {
         .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()));
     if found { Ok(()) } else { Err(()) }
 }
+
+/// A body of one clause whose middle is `change`.
+fn clause(change: &str) -> String {
+    para(&format!("{}{change}{}", run("The "), run(" shall deliver the Goods.")))
+}
+
+#[test]
+fn a_deletion_and_insertion_of_the_same_text_changes_nothing_and_counts_nowhere() {
+    let input = Docx::body(&clause(&run("Supplier"))).load();
+    let noops = [
+        format!("{}{}", del(1, AGENT, "Supplier"), ins(2, AGENT, "Supplier")),
+        format!("{}{}", ins(1, AGENT, "Supplier"), del(2, AGENT, "Supplier")),
+        // The same words split across runs differently.
+        format!("{}{}{}", del(1, AGENT, "Sup"), del(2, AGENT, "plier"), ins(3, AGENT, "Supplier")),
+    ];
+    for change in noops {
+        let doc = Docx::body(&clause(&change)).load();
+        assert!(doc.revisions.is_empty(), "{change}: {:?}", doc.revisions);
+        let view = annotated(&doc, "noop.docx");
+        assert!(view.contains("[p-000] The Supplier shall deliver the Goods."), "{view}");
+        assert!(view.contains(&format!("- {AGENT}: deleted and inserted again: \"Sup")), "{view}");
+        let gate = redjury::gate_against(&Ok(doc), AGENT, Some(&input));
+        assert!(!gate.passed, "{change}: {gate:?}");
+    }
+    // Beside a real change, the pair is cancelled and the change stays.
+    let doc = Docx::body(&clause(&format!(
+        "{}{}{}{}",
+        del(1, AGENT, "Supplier"),
+        ins(2, AGENT, "Supplier"),
+        del(3, AGENT, " and Reseller"),
+        ins(4, AGENT, " alone"),
+    )))
+    .load();
+    let view = annotated(&doc, "noop.docx");
+    assert!(
+        view.contains(&format!("The Supplier~~ and Reseller~~++ alone++{{@{AGENT}}}")),
+        "{view}"
+    );
+    assert_eq!(doc.revisions.len(), 2);
+}
+
+#[test]
+fn a_formatting_change_to_the_same_values_is_cancelled() {
+    let same = r#"<w:r><w:rPr><w:b/><w:rPrChange w:id="1" w:author="Vendor Counsel" w:date="2025-01-01T00:00:00Z"><w:rPr><w:b/></w:rPr></w:rPrChange></w:rPr><w:t>Goods</w:t></w:r>"#;
+    let bolder = r#"<w:r><w:rPr><w:b/><w:rPrChange w:id="1" w:author="Vendor Counsel" w:date="2025-01-01T00:00:00Z"><w:rPr/></w:rPrChange></w:rPr><w:t>Goods</w:t></w:r>"#;
+    let font = r#"<w:r><w:rPr><w:rFonts w:ascii="Arial"/><w:rPrChange w:id="1" w:author="Vendor Counsel" w:date="2025-01-01T00:00:00Z"><w:rPr><w:rFonts w:ascii="Times New Roman"/></w:rPr></w:rPrChange></w:rPr><w:t>Goods</w:t></w:r>"#;
+    assert!(Docx::body(&para(same)).load().revisions.is_empty());
+    assert_eq!(Docx::body(&para(bolder)).load().revisions.len(), 1);
+    // A change of an attribute other than w:val is a change.
+    let doc = Docx::body(&para(font)).load();
+    assert_eq!(doc.revisions.len(), 1);
+    assert_eq!(doc.revisions[0].changed, ["font"]);
+}
+
+#[test]
+fn no_op_pairs_do_not_raise_revision_set_f1() {
+    let dir = crate::common::temp_dir("seen-f1");
+    let gold = Docx::body(&para(&format!(
+        "{}{}{}",
+        run("Cap: "),
+        del(1, AGENT, "150%"),
+        ins(2, AGENT, "100%")
+    )));
+    std::fs::write(dir.join("gold.docx"), gold.bytes()).unwrap();
+    let weak = para(&format!("{}{}", run("Cap: "), del(1, AGENT, "150%")));
+    let padded = format!(
+        "{weak}{}",
+        para(&format!(
+            "{}{}{}",
+            run("The "),
+            del(3, AGENT, "fees are due"),
+            ins(4, AGENT, "fees are due")
+        ))
+    );
+    let on = On { author: AGENT, base: dir.to_path_buf(), ..On::default() };
+    let f1 = json!({"type": "revision_set_f1", "gold_docx": "gold.docx", "min_f1": 0.5});
+    let (_, plain) = verdict(&f1, &Docx::body(&weak).load(), &on);
+    let (_, gamed) = verdict(&f1, &Docx::body(&padded).load(), &on);
+    assert_eq!(plain, gamed, "the no-op pair changed the score");
+}
+
+#[test]
+fn on_turn_two_the_gate_asks_for_a_difference_a_reader_sees() {
+    let input = Docx::body(&clause(&ins(1, "Customer Counsel", "Supplier"))).load();
+    let output = |extra: &str| {
+        Docx {
+            body: format!("{}{}", clause(&ins(1, "Customer Counsel", "Supplier")), para(extra)),
+            styles: Some(STYLES.into()),
+            ..Docx::default()
+        }
+        .load()
+    };
+    let gate = |doc| redjury::gate_against(&Ok(doc), AGENT, Some(&input));
+    for unseen in [
+        ins(5, AGENT, "\u{200B}\u{2060}"),
+        ins_styled(5, AGENT, "<w:vanish/>", "We accept."),
+        ins_styled(5, AGENT, r#"<w:color w:val="FFFFFF"/>"#, "We accept."),
+    ] {
+        let g = gate(output(&unseen));
+        assert!(!g.passed && g.reason.contains("no visible difference"), "{unseen}: {g:?}");
+    }
+    let g = gate(output(&ins(5, AGENT, "We accept.")));
+    assert!(g.passed, "{g:?}");
+}
+
+#[test]
+fn the_standalone_gate_decides_by_the_kind_the_name_promises() {
+    let dir = crate::common::temp_dir("seen-gate-kind");
+    let book =
+        crate::common::xlsx(&[("Sheet1", crate::common::inline_row(1, &["Fee", "100"]))], &[]);
+    let named_docx = dir.join("redline.docx");
+    std::fs::write(&named_docx, &book).unwrap();
+    let reader = redjury::Reader::InProcess;
+    let gate = redjury::gate_file(&named_docx, AGENT, None, &reader).unwrap();
+    assert!(!gate.passed, "{gate:?}");
+    assert_eq!(
+        gate.reason,
+        "the task expects a .docx redline as its output, and this file is an .xlsx workbook"
+    );
+    // Under its own name the same workbook is gated as a workbook.
+    let named_xlsx = dir.join("terms.xlsx");
+    std::fs::write(&named_xlsx, &book).unwrap();
+    assert!(redjury::gate_file(&named_xlsx, AGENT, None, &reader).unwrap().passed);
+}

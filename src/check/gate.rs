@@ -145,6 +145,27 @@ fn changed_cells(book: &Workbook, template: &Workbook) -> usize {
         .sum()
 }
 
+/// Whether the output's new changes by the author (key `key`) include a
+/// formatting or property change, which a reader sees without the text
+/// changing.
+fn new_formatting(doc: &Document, old: &crate::docx::CarriedOver, key: &str) -> bool {
+    doc.revisions.iter().enumerate().any(|(i, r)| {
+        r.kind.is_format()
+            && !old.revision(i)
+            && r.author.as_deref().is_some_and(|a| author_key(a) == key)
+    })
+}
+
+/// Whether a reader sees the same text in both documents with every change
+/// accepted: hidden text left out, characters as read, whitespace collapsed.
+fn reads_the_same(doc: &Document, input: &Document) -> bool {
+    let seen = |d: &Document| {
+        let text = crate::view::plain::render(&d.as_seen(), crate::docx::State::Accepted);
+        normalise_ws(&crate::view::characters::as_read(&text))
+    };
+    seen(doc) == seen(input)
+}
+
 /// Applies the gate to a load result.
 pub fn check(loaded: &Result<Document, DocxError>, author: &str) -> GateResult {
     check_against(loaded, author, None)
@@ -184,6 +205,16 @@ pub fn check_against(
     } else {
         String::new()
     };
+    if let Some(input) = input
+        && revisions + comments > 0
+        && comments == 0
+        && !new_formatting(doc, &old, &key)
+        && reads_the_same(doc, input)
+    {
+        return GateResult::failed(format!(
+            "no visible difference from the input: the {revisions} new tracked change(s) by '{want}' leave the text a reader sees as it was (hidden text, invisible characters, or text deleted and inserted again)"
+        ));
+    }
     if revisions + comments > 0 {
         let new = if input.is_some() { "new " } else { "" };
         return GateResult {

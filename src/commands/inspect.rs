@@ -12,6 +12,7 @@ use crate::isolated::Reader;
 use crate::judge::{Judge, batch};
 use crate::pdf;
 use crate::report::utc;
+use crate::task::OutputKind;
 use crate::view::{self, ViewKind};
 use crate::xlsx;
 
@@ -63,7 +64,18 @@ pub fn gate_file(
         // Unreadable whatever its kind: the gate fails with the reason.
         Err(e) => return Ok(gate::check_against(&Err(e), author, None)),
     };
-    if pdf::is_pdf(&bytes) {
+    // As `score` does: the kind expected (here, the one the file's name
+    // promises) decides, never the content alone — a workbook named
+    // .docx fails the gate of a .docx.
+    let found = OutputKind::of_content(&bytes);
+    if let Some(expected) = OutputKind::named_by(path)
+        && expected != found
+    {
+        return Ok(GateResult::failed(crate::pipeline::prepare::wrong_kind(
+            expected, bytes, reader,
+        )));
+    }
+    if found == OutputKind::Pdf {
         let source = match input {
             Some(p) => {
                 let b = docx::read_file(p, &Default::default()).map_err(|e| cannot(p, e.into()))?;
@@ -77,7 +89,7 @@ pub fn gate_file(
         let against = source.as_ref().map(|(p, sha)| (p, sha.as_str()));
         return Ok(gate::check_pdf(&loaded, against, &crate::hash::sha256_hex_bytes(&bytes)));
     }
-    if xlsx::is_xlsx(&bytes) {
+    if found == OutputKind::Workbook {
         let template = match input {
             Some(p) => Some(xlsx::load(p).map_err(|e| cannot(p, e.into()))?),
             None => None,

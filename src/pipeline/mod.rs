@@ -12,7 +12,7 @@ mod estimate;
 pub(crate) mod folder;
 mod judging;
 mod merge;
-mod prepare;
+pub(crate) mod prepare;
 pub(crate) mod run;
 
 use std::collections::BTreeMap;

@@ -235,7 +235,7 @@ fn prepare_unguarded(
 
 /// Why an output of the wrong kind fails the gate: the task decides what
 /// its output is, never the file's name or content.
-fn wrong_kind(expected: OutputKind, bytes: Vec<u8>, reader: &Reader) -> String {
+pub(crate) fn wrong_kind(expected: OutputKind, bytes: Vec<u8>, reader: &Reader) -> String {
     let found = match expected {
         _ if crate::pdf::is_pdf(&bytes) => "a PDF".to_string(),
         OutputKind::Redline => "an .xlsx workbook".to_string(),

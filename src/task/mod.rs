@@ -140,6 +140,29 @@ impl OutputKind {
             OutputKind::Pdf => "a PDF",
         }
     }
+
+    /// The kind a file's name promises (`.docx`, `.xlsx`, `.pdf`, any
+    /// case), when it names one.
+    pub fn named_by(path: &Path) -> Option<OutputKind> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "docx" => Some(OutputKind::Redline),
+            "xlsx" => Some(OutputKind::Workbook),
+            "pdf" => Some(OutputKind::Pdf),
+            _ => None,
+        }
+    }
+
+    /// The kind a file's bytes are, by their signature.
+    pub(crate) fn of_content(bytes: &[u8]) -> OutputKind {
+        if crate::pdf::is_pdf(bytes) {
+            OutputKind::Pdf
+        } else if crate::xlsx::is_xlsx(bytes) {
+            OutputKind::Workbook
+        } else {
+            OutputKind::Redline
+        }
+    }
 }
 
 /// A file a task names (`"input"`, `"output_template"`, `"gold_docx"`),

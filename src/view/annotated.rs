@@ -53,6 +53,7 @@ pub(crate) fn render_against(doc: &Document, title: &str, input: Option<&Documen
     r.stories();
     r.comments();
     r.summary();
+    r.cancelled();
     r.out
 }
 
@@ -675,6 +676,29 @@ impl<'d> Renderer<'d> {
             );
         }
         self.lookalike_authors();
+    }
+
+    /// The changes the reader cancelled because they change nothing: said,
+    /// so a judge knows they were there, and counted nowhere.
+    fn cancelled(&mut self) {
+        let doc = self.doc;
+        if doc.cancelled.is_empty() {
+            return;
+        }
+        self.out.push_str("\nTracked changes that change nothing (cancelled, counted nowhere):\n");
+        for c in &doc.cancelled {
+            let author = escape(c.author.as_deref().unwrap_or("unknown author"));
+            let what = match c.kind {
+                RevisionKind::Deletion => "deleted and inserted again".to_string(),
+                RevisionKind::Insertion => "inserted and deleted again".to_string(),
+                kind => format!("changed {} to the same values", kind.property_subject()),
+            };
+            if c.text.is_empty() {
+                let _ = writeln!(self.out, "- {author}: {what}");
+            } else {
+                let _ = writeln!(self.out, "- {author}: {what}: \"{}\"", escape(&c.text));
+            }
+        }
     }
 
     /// Names that differ in the file but look the same to a person (a

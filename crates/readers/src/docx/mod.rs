@@ -8,6 +8,7 @@
 mod carried;
 mod comments;
 pub mod model;
+mod noop;
 mod numbering;
 mod numfmt;
 pub mod package;
@@ -189,8 +190,10 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
         fields: ctx.fields,
         bookmarks: ctx.bookmarks,
         warnings: ctx.warnings,
+        cancelled: Vec::new(),
         comment_index,
     };
+    noop::cancel(&mut doc);
     numbering::label_document(&mut doc, &defs);
     anchor_comments(&mut doc);
     Ok(doc)

@@ -42,12 +42,30 @@ pub struct Document {
     /// The body's bookmarks, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bookmarks: Vec<Bookmark>,
+    /// Tracked changes that changed nothing, cancelled by the reader (a
+    /// deletion and re-insertion of the same text, a formatting change to
+    /// the same values): not in `revisions`, so nothing counts them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cancelled: Vec<Cancelled>,
     /// Things the reader tolerated but a user should know (dangling comment
     /// references, unresolvable numbering, …).
     pub warnings: Vec<String>,
     /// Comment id → index in `comments`, built once by the reader.
     #[serde(skip)]
     pub(crate) comment_index: std::collections::HashMap<String, usize>,
+}
+
+/// A tracked change that changed nothing, as the file recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cancelled {
+    /// What kind of change.
+    pub kind: RevisionKind,
+    /// Who the file says made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+    /// The text deleted and inserted again (empty for a formatting change).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
 }
 
 /// A block-level item of a story.

@@ -898,7 +898,18 @@ impl<'c, 'x> Parser<'c, 'x> {
         {
             return;
         }
-        let val = attr(e, "val").unwrap_or_default();
+        // Every attribute, not just `w:val`: a change of `w:rFonts w:ascii`
+        // or `w:shd w:fill` is a change, and equal values are none.
+        let mut attrs: Vec<String> = e
+            .attributes()
+            .with_checks(false)
+            .flatten()
+            .map(|a| (a.key.local_name().into_inner().to_string(), a.value.to_string()))
+            .filter(|(k, _)| !k.starts_with("rsid"))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        attrs.sort();
+        let val = attrs.join(",");
         let parent = self.parent();
         let key = if parent == El::NumPr { format!("numPr.{name}") } else { name.to_string() };
         let in_para_change = self.path.contains(&El::PPrChange);

@@ -1,0 +1,297 @@
+//! Tracked changes that change nothing, cancelled before anything counts
+//! them: a deletion and an insertion of the same text at the same place
+//! (`~~the Supplier~~++the Supplier++`, or the same words split across
+//! runs differently), and a formatting or property change whose old and
+//! new values are equal.
+//!
+//! Owns: finding them, turning their text back into unchanged text,
+//! removing the revisions nothing else refers to (every index into
+//! `Document::revisions` renumbered), and recording each in
+//! `Document::cancelled`. Must never cancel a change a person could see:
+//! a group is cancelled only when the text it deletes is, character for
+//! character, the text it inserts at the same place.
+
+use super::model::*;
+
+/// Cancels every no-op change of `doc`.
+pub(crate) fn cancel(doc: &mut Document) {
+    let mut cancelled: Vec<usize> = Vec::new();
+    let mut texts: Vec<(usize, String)> = Vec::new();
+    let revisions = &doc.revisions;
+    let mut text_groups = |blocks: &mut Vec<Block>| {
+        for_each_paragraph(blocks, &mut |p| cancel_text_groups(p, revisions, &mut texts));
+    };
+    text_groups(&mut doc.body);
+    for story in &mut doc.stories {
+        text_groups(&mut story.blocks);
+    }
+    cancelled.extend(texts.iter().map(|(rev, _)| *rev));
+    // A formatting or property change whose before and after are equal.
+    let empty: Vec<usize> = doc
+        .revisions
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.kind.is_format() && r.changed.is_empty())
+        .map(|(i, _)| i)
+        .collect();
+    if empty.is_empty() && cancelled.is_empty() {
+        return;
+    }
+    let drop_format = |blocks: &mut Vec<Block>| {
+        for_each_block_revisions(blocks, &mut |refs| refs.drop_all(&empty));
+    };
+    drop_format(&mut doc.body);
+    for story in &mut doc.stories {
+        drop_format(&mut story.blocks);
+    }
+    cancelled.extend(empty.iter().copied());
+    cancelled.sort_unstable();
+    cancelled.dedup();
+    // Only revisions nothing refers to any more are removed.
+    let mut used = vec![false; doc.revisions.len()];
+    let mut mark = |blocks: &mut Vec<Block>| {
+        for_each_block_revisions(blocks, &mut |refs| {
+            refs.each(&mut |r| {
+                if let Some(u) = used.get_mut(r) {
+                    *u = true;
+                }
+            })
+        });
+    };
+    mark(&mut doc.body);
+    for story in &mut doc.stories {
+        mark(&mut story.blocks);
+    }
+    let gone: Vec<usize> =
+        cancelled.into_iter().filter(|&r| !used.get(r).copied().unwrap_or(true)).collect();
+    for &rev in &gone {
+        if let Some(r) = doc.revisions.get(rev) {
+            let text = texts.iter().find(|(t, _)| *t == rev).map(|(_, t)| t.clone());
+            // A pair is said once, by its deletion.
+            if r.kind == RevisionKind::Insertion && text.is_some() {
+                continue;
+            }
+            doc.cancelled.push(Cancelled {
+                kind: r.kind,
+                author: r.author.clone(),
+                text: text.unwrap_or_default(),
+            });
+        }
+    }
+    remove(doc, &gone);
+}
+
+/// In one paragraph, each run of consecutive changed spans whose deleted
+/// text equals its inserted text becomes unchanged text; failing that, each
+/// deletion and insertion side by side of the same text does (a no-op pair
+/// beside a real change).
+fn cancel_text_groups(p: &mut Paragraph, revisions: &[Revision], out: &mut Vec<(usize, String)>) {
+    let plain_kind = |r: Option<usize>| {
+        let kind = r.and_then(|r| revisions.get(r)).map(|r| r.kind);
+        matches!(kind, None | Some(RevisionKind::Insertion | RevisionKind::Deletion))
+    };
+    let changed = |inline: &Inline| {
+        matches!(inline, Inline::Text(s) if (s.inserted.is_some() != s.deleted.is_some())
+            && plain_kind(s.inserted) && plain_kind(s.deleted))
+    };
+    let mut i = 0;
+    while i < p.inlines.len() {
+        if !p.inlines.get(i).is_some_and(changed) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while p.inlines.get(i).is_some_and(changed) {
+            i += 1;
+        }
+        let group = p.inlines.get(start..i).unwrap_or_default();
+        let (deleted, inserted) = sides(group);
+        if !deleted.is_empty() && deleted == inserted {
+            i = start + unchange(p, start..i, &deleted, out);
+            continue;
+        }
+        // A pair side by side inside the group.
+        let pair = (start..i.saturating_sub(1)).find(|&j| {
+            let (d, n) = sides(p.inlines.get(j..j + 2).unwrap_or_default());
+            !d.is_empty() && d == n
+        });
+        if let Some(j) = pair {
+            let (text, _) = sides(p.inlines.get(j..j + 2).unwrap_or_default());
+            unchange(p, j..j + 2, &text, out);
+            i = start;
+        }
+    }
+}
+
+/// The deleted and the inserted text of a group of changed spans.
+fn sides(group: &[Inline]) -> (String, String) {
+    let (mut deleted, mut inserted) = (String::new(), String::new());
+    for inline in group {
+        if let Inline::Text(s) = inline {
+            if s.deleted.is_some() { deleted.push_str(&s.text) } else { inserted.push_str(&s.text) }
+        }
+    }
+    (deleted, inserted)
+}
+
+/// Makes the spans of `range` unchanged text (the inserted ones kept, the
+/// deleted ones gone), noting their revisions; how many spans remain.
+fn unchange(
+    p: &mut Paragraph,
+    range: std::ops::Range<usize>,
+    text: &str,
+    out: &mut Vec<(usize, String)>,
+) -> usize {
+    let start = range.start;
+    let mut kept: Vec<Inline> = Vec::new();
+    for inline in p.inlines.drain(range) {
+        let Inline::Text(mut s) = inline else { continue };
+        if let Some(rev) = s.inserted.or(s.deleted)
+            && !out.iter().any(|(r, _)| *r == rev)
+        {
+            out.push((rev, text.to_string()));
+        }
+        if s.deleted.is_none() {
+            s.inserted = None;
+            kept.push(Inline::Text(s));
+        }
+    }
+    let n = kept.len();
+    p.inlines.splice(start..start, kept);
+    n
+}
+
+/// Every revision reference one model element holds.
+struct Refs<'a> {
+    options: Vec<&'a mut Option<usize>>,
+    lists: Vec<&'a mut Vec<usize>>,
+}
+
+impl Refs<'_> {
+    fn each(&mut self, f: &mut dyn FnMut(usize)) {
+        for o in &mut self.options {
+            if let Some(r) = **o {
+                f(r);
+            }
+        }
+        for l in &mut self.lists {
+            l.iter().copied().for_each(&mut *f);
+        }
+    }
+
+    /// Removes references to the formatting revisions in `revs`.
+    fn drop_all(&mut self, revs: &[usize]) {
+        for o in &mut self.options {
+            if o.is_some_and(|r| revs.contains(&r)) {
+                **o = None;
+            }
+        }
+        for l in &mut self.lists {
+            l.retain(|r| !revs.contains(r));
+        }
+    }
+
+    fn renumber(&mut self, map: &[Option<usize>]) {
+        for o in &mut self.options {
+            **o = o.and_then(|r| map.get(r).copied().flatten());
+        }
+        for l in &mut self.lists {
+            l.retain_mut(|r| match map.get(*r).copied().flatten() {
+                Some(n) => {
+                    *r = n;
+                    true
+                }
+                None => false,
+            });
+        }
+    }
+}
+
+/// Removes the revisions `gone` (sorted) and renumbers every reference.
+fn remove(doc: &mut Document, gone: &[usize]) {
+    if gone.is_empty() {
+        return;
+    }
+    let mut map = Vec::with_capacity(doc.revisions.len());
+    let mut next = 0;
+    for i in 0..doc.revisions.len() {
+        if gone.binary_search(&i).is_ok() {
+            map.push(None);
+        } else {
+            map.push(Some(next));
+            next += 1;
+        }
+    }
+    let mut index = 0;
+    doc.revisions.retain(|_| {
+        index += 1;
+        gone.binary_search(&(index - 1)).is_err()
+    });
+    let renumber = |blocks: &mut Vec<Block>| {
+        for_each_block_revisions(blocks, &mut |refs| refs.renumber(&map));
+    };
+    renumber(&mut doc.body);
+    for story in &mut doc.stories {
+        renumber(&mut story.blocks);
+    }
+}
+
+/// Calls `f` on every paragraph of `blocks`, tables included.
+fn for_each_paragraph(blocks: &mut [Block], f: &mut dyn FnMut(&mut Paragraph)) {
+    for block in blocks {
+        match block {
+            Block::Paragraph(p) => f(p),
+            Block::Table(t) => {
+                for row in &mut t.rows {
+                    for cell in &mut row.cells {
+                        for_each_paragraph(&mut cell.blocks, f);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Calls `f` with the revision references of every element of `blocks`:
+/// paragraphs (marks, formatting, spans, note references), tables, rows
+/// and cells.
+fn for_each_block_revisions(blocks: &mut [Block], f: &mut dyn FnMut(&mut Refs<'_>)) {
+    for block in blocks {
+        match block {
+            Block::Paragraph(p) => {
+                let mut refs = Refs {
+                    options: vec![&mut p.mark_inserted, &mut p.mark_deleted],
+                    lists: vec![&mut p.format_changes],
+                };
+                for inline in &mut p.inlines {
+                    match inline {
+                        Inline::Text(s) => {
+                            refs.options.extend([&mut s.inserted, &mut s.deleted, &mut s.format])
+                        }
+                        Inline::NoteRef { inserted, deleted, .. } => {
+                            refs.options.extend([inserted, deleted])
+                        }
+                        _ => {}
+                    }
+                }
+                f(&mut refs);
+            }
+            Block::Table(t) => {
+                f(&mut Refs { options: Vec::new(), lists: vec![&mut t.format_changes] });
+                for row in &mut t.rows {
+                    f(&mut Refs {
+                        options: vec![&mut row.inserted, &mut row.deleted],
+                        lists: vec![&mut row.format_changes],
+                    });
+                    for cell in &mut row.cells {
+                        f(&mut Refs {
+                            options: vec![&mut cell.inserted, &mut cell.deleted],
+                            lists: vec![&mut cell.format_changes],
+                        });
+                        for_each_block_revisions(&mut cell.blocks, f);
+                    }
+                }
+            }
+        }
+    }
+}
