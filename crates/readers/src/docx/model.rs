@@ -713,7 +713,7 @@ pub fn visit_paragraphs<'a>(blocks: &'a [Block], f: &mut dyn FnMut(&'a Paragraph
 }
 
 /// Calls `f` on every paragraph of `blocks` mutably, tables included.
-fn visit_paragraphs_mut(blocks: &mut [Block], f: &mut dyn FnMut(&mut Paragraph)) {
+pub(crate) fn visit_paragraphs_mut(blocks: &mut [Block], f: &mut dyn FnMut(&mut Paragraph)) {
     for block in blocks {
         match block {
             Block::Paragraph(p) => f(p),

@@ -19,7 +19,7 @@ pub(crate) fn cancel(doc: &mut Document) {
     let mut texts: Vec<(usize, String)> = Vec::new();
     let revisions = &doc.revisions;
     let mut text_groups = |blocks: &mut Vec<Block>| {
-        for_each_paragraph(blocks, &mut |p| cancel_text_groups(p, revisions, &mut texts));
+        visit_paragraphs_mut(blocks, &mut |p| cancel_text_groups(p, revisions, &mut texts));
     };
     text_groups(&mut doc.body);
     for story in &mut doc.stories {
@@ -233,22 +233,6 @@ fn remove(doc: &mut Document, gone: &[usize]) {
     renumber(&mut doc.body);
     for story in &mut doc.stories {
         renumber(&mut story.blocks);
-    }
-}
-
-/// Calls `f` on every paragraph of `blocks`, tables included.
-fn for_each_paragraph(blocks: &mut [Block], f: &mut dyn FnMut(&mut Paragraph)) {
-    for block in blocks {
-        match block {
-            Block::Paragraph(p) => f(p),
-            Block::Table(t) => {
-                for row in &mut t.rows {
-                    for cell in &mut row.cells {
-                        for_each_paragraph(&mut cell.blocks, f);
-                    }
-                }
-            }
-        }
     }
 }
 
