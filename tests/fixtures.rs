@@ -736,7 +736,7 @@ fn changes_carried_over_from_the_input_are_marked_as_an_earlier_round() {
     let comment = r#"<w:comment w:id="0" w:author="Vendor Counsel" w:date="2025-01-01T00:00:00Z"><w:p><w:r><w:t>Our cap.</w:t></w:r></w:p></w:comment>"#;
     let input = Docx { body: round1, comments: Some(comment.into()), ..Default::default() }.load();
     let output = Docx { body: round3, comments: Some(comment.into()), ..Default::default() }.load();
-    let v = redjury::render_view_against(&output, "t", Some(&input));
+    let v = redjury::render_view_against(&output, "t", &input, "Vendor Counsel");
     expect![[r##"
         # Annotated redline: t
 

@@ -484,3 +484,110 @@ fn the_standalone_gate_decides_by_the_kind_the_name_promises() {
     std::fs::write(&named_xlsx, &book).unwrap();
     assert!(redjury::gate_file(&named_xlsx, AGENT, None, &reader).unwrap().passed);
 }
+
+fn untracked_check(max: u32) -> serde_json::Value {
+    json!({"type": "untracked_changes", "max": max})
+}
+
+#[test]
+fn text_typed_over_without_tracking_is_marked_counted_and_checked() {
+    let input = Docx::body(&format!(
+        "{}{}{}",
+        p("1. Liability is capped at 150% of the fees."),
+        p("2. The Customer may terminate for convenience."),
+        p("3. Notices are given in writing.")
+    ))
+    .load();
+    // The cap rewritten without tracking, clause 2 removed without
+    // tracking, and one tracked change to pass the gate.
+    let output = Docx::body(&format!(
+        "{}{}",
+        p("1. Liability is capped at 100% of the fees."),
+        para(&format!(
+            "{}{}{}",
+            run("3. Notices are given in writing"),
+            ins(1, AGENT, " by email"),
+            run(".")
+        ))
+    ))
+    .load();
+    let view = redjury::render_view_against(&output, "t", &input, AGENT);
+    assert!(
+        view.contains(
+            "[p-000] 1. Liability is capped at 100% of the fees. {untracked deletion: \"150%\"} {untracked insertion: \"100%\"}"
+        ),
+        "{view}"
+    );
+    assert!(view.contains("## Paragraphs deleted without tracking\n\n- {untracked deletion: \"2. The Customer may terminate for convenience.\"}"), "{view}");
+    assert!(view.contains("| (changed without tracking) | 1 | 2 |"), "{view}");
+    let gate = redjury::gate_against(&Ok(output.clone()), AGENT, Some(&input));
+    assert!(gate.passed && gate.untracked == 3, "{gate:?}");
+    let on = On { input: Some(&input), author: AGENT, ..On::default() };
+    let (v, why) = verdict(&untracked_check(0), &output, &on);
+    assert_eq!(v, Fail, "{why}");
+    assert!(why.starts_with("3 change(s) not tracked as this round's (wanted at most 0): deleted \"150%\"; inserted \"100%\"; deleted the paragraph"), "{why}");
+    assert_eq!(verdict(&untracked_check(3), &output, &on).0, Pass);
+    // Without an input there is nothing to compare with, and the check says so.
+    let (v, why) = verdict(&untracked_check(0), &output, &on_agent());
+    assert_eq!(v, Fail);
+    assert!(why.contains("names no input"), "{why}");
+}
+
+#[test]
+fn accepting_or_rejecting_the_other_sides_changes_is_not_untracked() {
+    let earlier = format!(
+        "{}{}{}",
+        run("Payment within "),
+        del(1, "Customer Counsel", "30"),
+        ins(2, "Customer Counsel", "60")
+    );
+    let input = Docx::body(&format!("{}{}", para(&earlier), p("Fees are fixed."))).load();
+    for settled in ["60", "30"] {
+        // The other side's change accepted (or rejected), one change made.
+        let output = Docx::body(&format!(
+            "{}{}",
+            para(&run(&format!("Payment within {settled}"))),
+            para(&format!(
+                "{}{}{}",
+                run("Fees are fixed"),
+                ins(3, AGENT, " for two years"),
+                run(".")
+            )),
+        ))
+        .load();
+        let on = On { input: Some(&input), author: AGENT, ..On::default() };
+        let (v, why) = verdict(&untracked_check(0), &output, &on);
+        assert_eq!(v, Pass, "{settled}: {why}");
+        let view = redjury::render_view_against(&output, "t", &input, AGENT);
+        assert!(!view.contains("untracked"), "{view}");
+    }
+}
+
+#[test]
+fn changes_attributed_to_another_author_must_come_from_the_input() {
+    let input =
+        Docx::body(&format!("{}{}", p("Liability is unlimited."), p("Fees are fixed."))).load();
+    // Turn 1: the input holds no change, so the counterparty made none.
+    let forged = Docx::body(&format!(
+        "{}{}",
+        para(&format!("{}{}", run("Liability is "), del(1, "Customer Counsel", "unlimited."))),
+        para(&format!("{}{}{}", run("Fees are fixed"), ins(2, AGENT, " for two years"), run("."))),
+    ))
+    .load();
+    let view = redjury::render_view_against(&forged, "t", &input, AGENT);
+    assert!(view.contains("~~unlimited.~~{@Customer Counsel, not in the input}"), "{view}");
+    assert!(view.contains(&format!("++ for two years++{{@{AGENT}}}")), "{view}");
+    let on = On { input: Some(&input), author: AGENT, ..On::default() };
+    let (v, why) = verdict(&untracked_check(0), &forged, &on);
+    assert_eq!(v, Fail);
+    assert!(why.contains("attributed to 'Customer Counsel' that the input does not hold"), "{why}");
+    // A lookalike of the agent is the agent: its changes are this round's.
+    let lookalike = Docx::body(&format!(
+        "{}{}",
+        para(&format!("{}{}", run("Liability is "), del(1, "Vendor C\u{43E}unsel", "unlimited."))),
+        p("Fees are fixed.")
+    ))
+    .load();
+    let (v, why) = verdict(&untracked_check(0), &lookalike, &on);
+    assert_eq!(v, Pass, "{why}");
+}

@@ -488,6 +488,7 @@ mod tests {
                 reason: String::new(),
                 revisions: 0,
                 comments: 0,
+                untracked: 0,
             },
             reward,
             earned: None,

@@ -27,12 +27,41 @@ pub struct GateResult {
     /// Comments and replies by the author.
     #[serde(default)]
     pub comments: usize,
+    /// Changes not tracked as this round's, when the task names its input:
+    /// edits made without tracking, and changes attributed to another
+    /// author that the input does not hold.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub untracked: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The output's tracked changes attributed to someone other than `author`
+/// that the input does not hold, in a reader's words: another side does
+/// not act in this round, so every change of theirs comes from the input.
+pub(crate) fn not_in_input(doc: &Document, input: &Document, author: &str) -> Vec<String> {
+    let held = crate::docx::held_by_input(doc, input);
+    let key = author_key(author);
+    doc.revisions
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| {
+            !held.get(*i).copied().unwrap_or(false)
+                && r.author.as_deref().is_none_or(|a| author_key(a) != key)
+        })
+        .map(|(_, r)| {
+            let who = r.author.as_deref().map(normalise_ws).unwrap_or_else(|| "no author".into());
+            format!("a change ({:?}) attributed to '{who}' that the input does not hold", r.kind)
+        })
+        .collect()
 }
 
 impl GateResult {
     /// A failed gate with its reason.
     pub fn failed(reason: impl Into<String>) -> GateResult {
-        GateResult { passed: false, reason: reason.into(), revisions: 0, comments: 0 }
+        GateResult { passed: false, reason: reason.into(), revisions: 0, comments: 0, untracked: 0 }
     }
 }
 
@@ -77,6 +106,7 @@ pub fn check_workbook(
         ),
         revisions: 0,
         comments: 0,
+        untracked: 0,
     }
 }
 
@@ -110,6 +140,7 @@ pub fn check_pdf(
         ),
         revisions: 0,
         comments: 0,
+        untracked: 0,
     }
 }
 
@@ -217,13 +248,27 @@ pub fn check_against(
     }
     if revisions + comments > 0 {
         let new = if input.is_some() { "new " } else { "" };
+        let untracked = match input {
+            Some(input) => {
+                crate::view::untracked::seen_compare(doc, input).count()
+                    + not_in_input(doc, input, author).len()
+            }
+            None => 0,
+        };
+        let untracked_note = match untracked {
+            0 => String::new(),
+            n => format!(
+                "; {n} change(s) not tracked as this round's (edits without tracking, or another author's changes the input does not hold)"
+            ),
+        };
         return GateResult {
             passed: true,
             reason: format!(
-                "{revisions} {new}tracked change(s) and {comments} {new}comment(s) by '{want}'{carried_note}"
+                "{revisions} {new}tracked change(s) and {comments} {new}comment(s) by '{want}'{carried_note}{untracked_note}"
             ),
             revisions,
             comments,
+            untracked,
         };
     }
     if carried > 0 {
@@ -234,6 +279,7 @@ pub fn check_against(
             ),
             revisions: 0,
             comments: 0,
+            untracked: 0,
         };
     }
     // Say what the file does contain, so a near miss is obvious.
@@ -260,5 +306,5 @@ pub fn check_against(
             .unwrap_or_default();
         format!("no tracked change or comment by '{want}'; found {}{hint}", found.join(", "))
     };
-    GateResult { passed: false, reason, revisions: 0, comments: 0 }
+    GateResult { passed: false, reason, revisions: 0, comments: 0, untracked: 0 }
 }

@@ -25,6 +25,7 @@ mod scope;
 pub(crate) mod sections;
 mod table;
 pub(crate) mod text;
+mod untracked;
 mod xlsx_cells;
 
 use crate::docx::Document;
@@ -34,7 +35,7 @@ use sections::Sections;
 
 /// The version of check evaluation. Bump it whenever a check can give
 /// another verdict or reason for the same inputs: it keys cached verdicts.
-pub(crate) const CHECK_VERSION: u32 = 6;
+pub(crate) const CHECK_VERSION: u32 = 7;
 
 /// A check's verdict and the one-line reason for it.
 pub type Outcome = (Verdict, String);
@@ -48,6 +49,8 @@ struct Facts<'d> {
     stored: &'d Document,
     sections: Sections<'d>,
     input: Option<Sections<'d>>,
+    /// The task's input as seen, when a check compares with it.
+    input_doc: Option<&'d Document>,
     task_author: &'d str,
 }
 
@@ -72,7 +75,9 @@ pub(crate) fn evaluate_all(
     input: Option<&Document>,
     task_author: &str,
 ) -> Vec<Outcome> {
-    let needs_input = checks.iter().any(|c| matches!(c.spec, CheckSpec::Scope { .. }));
+    let needs_input = checks
+        .iter()
+        .any(|c| matches!(c.spec, CheckSpec::Scope { .. } | CheckSpec::UntrackedChanges { .. }));
     // Checks read what a person sees: text no one can see neither
     // satisfies nor breaks them (a parameter asks for it).
     let seen = doc.has_hidden().then(|| doc.as_seen());
@@ -88,6 +93,7 @@ pub(crate) fn evaluate_all(
         stored: doc,
         sections: Sections::of(seen_doc),
         input: input_doc.map(Sections::of),
+        input_doc,
         task_author,
     };
     checks.iter().map(|c| evaluate_one(c, &facts)).collect()
@@ -100,6 +106,9 @@ fn evaluate_one(check: &PreparedCheck, facts: &Facts<'_>) -> Outcome {
         }
         CheckSpec::Scope { sections, author } => {
             scope::evaluate(facts, sections, author.as_deref())
+        }
+        CheckSpec::UntrackedChanges { max, attributed } => {
+            untracked::evaluate(facts, *max, *attributed)
         }
         CheckSpec::NoFormatChanges { author } => {
             revisions::no_format_changes(facts, author.as_deref())

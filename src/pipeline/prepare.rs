@@ -334,8 +334,10 @@ fn render(
     style: JudgeView,
 ) -> (GateResult, Option<String>) {
     let gate = gate::check_against(loaded, &task.author, task.input_doc.as_deref());
-    let text =
-        loaded.as_ref().ok().map(|doc| style.render(doc, &task.name, task.input_doc.as_deref()));
+    let text = loaded
+        .as_ref()
+        .ok()
+        .map(|doc| style.render(doc, &task.name, task.input_doc.as_deref(), &task.author));
     (gate, text)
 }
 

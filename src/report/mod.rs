@@ -534,6 +534,7 @@ mod tests {
                 reason: "why".into(),
                 revisions: 0,
                 comments: 0,
+                untracked: 0,
             },
             reward,
             earned: None,

@@ -97,6 +97,17 @@ pub enum CheckSpec {
         /// Whose changes (default: the task's author).
         author: Option<String>,
     },
+    /// At most `max` changes the output made without tracking (compared
+    /// with the task's input), counting too, unless `attributed` is false,
+    /// changes attributed to another author that the input does not hold.
+    UntrackedChanges {
+        #[serde(default)]
+        /// At most this many (default 0).
+        max: u32,
+        #[serde(default = "yes")]
+        /// Count another author's changes the input does not hold.
+        attributed: bool,
+    },
     /// No tracked formatting change.
     NoFormatChanges {
         #[serde(default)]
@@ -616,7 +627,7 @@ impl<'a> Compiled<'a> {
                     );
                 }
             }
-            CheckSpec::NoFormatChanges { .. } => {}
+            CheckSpec::NoFormatChanges { .. } | CheckSpec::UntrackedChanges { .. } => {}
             CheckSpec::RevisionsRemaining { min, max, .. } => {
                 check_bounds(*min, *max)?;
                 if min.is_none() && max.is_none() {

@@ -20,7 +20,7 @@ use crate::docx::{
 /// for a given document changes: it keys the render cache, so a stale view
 /// is never reused. `tests/fixtures.rs` pins the output of one fixture to
 /// this number and fails until both are updated together.
-pub(crate) const VIEW_VERSION: u32 = 5;
+pub(crate) const VIEW_VERSION: u32 = 6;
 
 /// Renders the annotated view. `title` names the document in the heading.
 pub(crate) fn render(doc: &Document, title: &str) -> String {
@@ -32,6 +32,25 @@ pub(crate) fn render(doc: &Document, title: &str) -> String {
 /// round's) are marked `earlier round`, and the revision summary counts
 /// them apart.
 pub(crate) fn render_against(doc: &Document, title: &str, input: Option<&Document>) -> String {
+    render_round(doc, title, input, None)
+}
+
+/// The annotated view of an output of a task by `author` (when known)
+/// whose input is `input`: besides the earlier rounds, what the output
+/// changed without tracking is marked, and a change attributed to another
+/// author that the input does not hold is tagged `not in the input`.
+pub(crate) fn render_round(
+    doc: &Document,
+    title: &str,
+    input: Option<&Document>,
+    author: Option<&str>,
+) -> String {
+    let mut paragraphs = HashMap::new();
+    let mut index = 0;
+    crate::docx::visit_paragraphs(&doc.body, &mut |p| {
+        paragraphs.insert(p as *const Paragraph, index);
+        index += 1;
+    });
     let mut r = Renderer {
         doc,
         out: String::new(),
@@ -45,11 +64,16 @@ pub(crate) fn render_against(doc: &Document, title: &str, input: Option<&Documen
             None => CarriedOver::none(doc),
         },
         anchors: anchors_with_markup(doc),
+        untracked: input.map(|i| super::untracked::seen_compare(doc, i)),
+        paragraphs,
+        agent: author.filter(|_| input.is_some()).map(super::characters::author_key),
+        held: input.map(|i| crate::docx::held_by_input(doc, i)).unwrap_or_default(),
     };
     r.out.push_str("# Annotated redline: ");
     r.out.push_str(&escape(title));
     r.out.push_str("\n\n");
     r.body();
+    r.untracked_section();
     r.stories();
     r.comments();
     r.summary();
@@ -84,6 +108,15 @@ struct Renderer<'d> {
     carried: CarriedOver,
     /// Each comment's anchored text with its change markup.
     anchors: HashMap<&'d str, String>,
+    /// What the output changed without tracking, when it has an input.
+    untracked: Option<super::untracked::Untracked>,
+    /// Each body paragraph's place in `visit_paragraphs` order.
+    paragraphs: HashMap<*const Paragraph, usize>,
+    /// The task author's name key, when the task names its input: a change
+    /// by anyone else must come from the input.
+    agent: Option<String>,
+    /// Per revision: whether the input holds it (`held_by_input`).
+    held: Vec<bool>,
 }
 
 /// Whether a paragraph's line starts with its list label.
@@ -156,8 +189,22 @@ impl<'d> Renderer<'d> {
     /// Who made a change, as a tag names them: "A", or "A, earlier round"
     /// for a change the output carried over from its input.
     fn who(&self, rev: usize) -> String {
-        let author = escape(&author_name(self.doc, rev));
-        if self.carried.revision(rev) { format!("{author}, earlier round") } else { author }
+        let name = author_name(self.doc, rev);
+        let author = escape(&name);
+        if self.carried.revision(rev) {
+            return format!("{author}, earlier round");
+        }
+        // Another side did not act in this round: the input must hold
+        // any change of theirs.
+        match &self.agent {
+            Some(agent)
+                if super::characters::author_key(&name) != *agent
+                    && !self.held.get(rev).copied().unwrap_or(false) =>
+            {
+                format!("{author}, not in the input")
+            }
+            _ => author,
+        }
     }
 
     /// The revision summary row a change counts in.
@@ -432,7 +479,52 @@ impl<'d> Renderer<'d> {
             let tags = self.property_tags(&p.format_changes);
             line.push_str(&tags);
         }
+        self.untracked_marks(p, &mut line);
         line.trim_end().to_string()
+    }
+
+    /// `{untracked insertion: "…"}` / `{untracked deletion: "…"}` for what
+    /// this body paragraph changed without tracking.
+    fn untracked_marks(&mut self, p: &Paragraph, line: &mut String) {
+        let (Some(untracked), Some(&i)) =
+            (&self.untracked, self.paragraphs.get(&(p as *const Paragraph)))
+        else {
+            return;
+        };
+        let mut counts = (0, 0);
+        for edit in untracked.of(i) {
+            match edit {
+                super::untracked::Edit::Inserted(t) => {
+                    counts.0 += 1;
+                    let _ = write!(line, " {{untracked insertion: \"{}\"}}", escape(t));
+                }
+                super::untracked::Edit::Deleted(t) => {
+                    counts.1 += 1;
+                    let _ = write!(line, " {{untracked deletion: \"{}\"}}", escape(t));
+                }
+            }
+        }
+        if counts != (0, 0) {
+            self.count(UNTRACKED.into(), |c| {
+                c.insertions += counts.0;
+                c.deletions += counts.1;
+            });
+        }
+    }
+
+    /// The input's paragraphs the output lost without tracking.
+    fn untracked_section(&mut self) {
+        let Some(untracked) = &self.untracked else { return };
+        if untracked.lost.is_empty() {
+            return;
+        }
+        let mut section = String::from("\n## Paragraphs deleted without tracking\n\n");
+        for (_, text) in &untracked.lost {
+            let _ = writeln!(section, "- {{untracked deletion: \"{}\"}}", escape(text));
+        }
+        let n = untracked.lost.len() as u32;
+        self.out.push_str(&section);
+        self.count(UNTRACKED.into(), |c| c.deletions += n);
     }
 
     /// One span. The author tag is deferred when the next span continues
@@ -724,6 +816,9 @@ impl<'d> Renderer<'d> {
     }
 }
 
+/// The revision summary's row for what changed without tracking.
+const UNTRACKED: &str = "(changed without tracking)";
+
 /// How much of a comment's anchored text the appendix shows.
 const ANCHOR_CHARS: usize = 240;
 
@@ -826,7 +921,7 @@ mod tests {
         }
         assert_eq!(
             (VIEW_VERSION, crate::hash::sha256_hex(&views).as_str()),
-            (5, "a1032438802a4e0d784b4e8924a82e55213225c421fd5ca5561d1f7f1811995d"),
+            (6, "a1032438802a4e0d784b4e8924a82e55213225c421fd5ca5561d1f7f1811995d"),
             "the annotated view changed: bump VIEW_VERSION"
         );
     }

@@ -9,6 +9,7 @@ pub(crate) mod characters;
 pub(crate) mod pdf;
 pub(crate) mod plain;
 pub(crate) mod reference;
+pub(crate) mod untracked;
 pub(crate) mod workbook;
 
 use serde::Serialize;
@@ -28,20 +29,29 @@ pub enum JudgeView {
 }
 
 impl JudgeView {
-    /// The judges' view of `doc` (an output of a task whose input is `input`).
-    pub fn render(self, doc: &Document, title: &str, input: Option<&Document>) -> String {
+    /// The judges' view of `doc` (an output by `author` of a task whose
+    /// input is `input`).
+    pub fn render(
+        self,
+        doc: &Document,
+        title: &str,
+        input: Option<&Document>,
+        author: &str,
+    ) -> String {
         match self {
-            JudgeView::Annotated => annotated::render_against(doc, title, input),
+            JudgeView::Annotated => annotated::render_round(doc, title, input, Some(author)),
             JudgeView::Reference => reference::render(doc, title),
         }
     }
 }
 
-/// The judges' annotated view of an output against its task's input
-/// (turn 2 and later): what the output carried over from the input is
-/// marked as an earlier round.
-pub fn render_against(doc: &Document, title: &str, input: Option<&Document>) -> String {
-    annotated::render_against(doc, title, input)
+/// The judges' annotated view of an output by `author` against its
+/// task's input (turn 2 and later): what the output carried over from the
+/// input is marked as an earlier round, what it changed without tracking
+/// is marked untracked, and another author's change the input does not
+/// hold is tagged `not in the input`.
+pub fn render_against(doc: &Document, title: &str, input: &Document, author: &str) -> String {
+    annotated::render_round(doc, title, Some(input), Some(author))
 }
 
 /// The views `redjury render` offers.

@@ -44,8 +44,8 @@ fn author_key(a: Option<&str>) -> String {
     a.unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Signatures of every revision, then of every comment, in model order.
-fn signatures(doc: &Document) -> (Vec<String>, Vec<String>) {
+/// Each revision's text, in model order.
+fn revision_texts(doc: &Document) -> Vec<String> {
     let mut text: Vec<String> = vec![String::new(); doc.revisions.len()];
     let mut visit = |p: &Paragraph| {
         for inline in &p.inlines {
@@ -62,6 +62,12 @@ fn signatures(doc: &Document) -> (Vec<String>, Vec<String>) {
     for story in &doc.stories {
         visit_paragraphs(&story.blocks, &mut visit);
     }
+    text
+}
+
+/// Signatures of every revision, then of every comment, in model order.
+fn signatures(doc: &Document) -> (Vec<String>, Vec<String>) {
+    let text = revision_texts(doc);
     let revisions = doc
         .revisions
         .iter()
@@ -110,4 +116,34 @@ pub fn carried_over(output: &Document, input: &Document) -> CarriedOver {
         revisions: revs.iter().map(&mut take).collect(),
         comments: cmts.iter().map(&mut take).collect(),
     }
+}
+
+/// For each revision of the output: whether the input holds it — a
+/// revision of the same kind and author whose text contains its text.
+/// Looser than [`carried_over`] on purpose: a later round that edits inside
+/// an earlier change splits it (Word writes the pieces as changes of their
+/// own), and a tool that writes the document again re-dates every change;
+/// each piece is still the earlier round's. What it refuses is the text:
+/// an earlier change rewritten under its author's name is not held.
+pub fn held_by_input(output: &Document, input: &Document) -> Vec<bool> {
+    let key = |r: &super::model::Revision| {
+        format!("{:?}\u{1f}{}", r.kind, author_key(r.author.as_deref()))
+    };
+    let mut held: HashMap<String, Vec<String>> = HashMap::new();
+    for (r, t) in input.revisions.iter().zip(revision_texts(input)) {
+        held.entry(key(r)).or_default().push(squeeze(&t));
+    }
+    output
+        .revisions
+        .iter()
+        .zip(revision_texts(output))
+        .map(|(r, t)| {
+            let t = squeeze(&t);
+            held.get(&key(r)).is_some_and(|texts| texts.iter().any(|h| h.contains(&t)))
+        })
+        .collect()
+}
+
+fn squeeze(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -20,7 +20,7 @@ pub mod xml;
 use std::collections::HashSet;
 use std::path::Path;
 
-pub use carried::{CarriedOver, carried_over};
+pub use carried::{CarriedOver, carried_over, held_by_input};
 pub use comments::thread_roots;
 pub use model::*;
 pub use package::Limits;
