@@ -142,6 +142,17 @@ fn a_header_no_section_names_is_not_read_and_headers_are_numbered_not_named() {
 
 /// `bytes` with one zip member's text rewritten.
 fn rewrite_member(bytes: &[u8], name: &str, f: impl Fn(&str) -> String) -> Vec<u8> {
+    rewrite_package(bytes, |entry, content| {
+        if entry == name {
+            *content = f(std::str::from_utf8(content).unwrap()).into_bytes();
+        }
+        entry.to_string()
+    })
+}
+
+/// `bytes` with each zip member passed through `f`, which may change its
+/// content and returns its (new) name.
+fn rewrite_package(bytes: &[u8], f: impl Fn(&str, &mut Vec<u8>) -> String) -> Vec<u8> {
     use std::io::Read;
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
@@ -149,11 +160,8 @@ fn rewrite_member(bytes: &[u8], name: &str, f: impl Fn(&str) -> String) -> Vec<u
         let mut entry = zip.by_index(i).unwrap();
         let mut content = Vec::new();
         entry.read_to_end(&mut content).unwrap();
-        let entry_name = entry.name().unwrap().to_string();
-        if entry_name == name {
-            content = f(std::str::from_utf8(&content).unwrap()).into_bytes();
-        }
-        files.push((entry_name, content));
+        let name = f(&entry.name().unwrap(), &mut content);
+        files.push((name, content));
     }
     crate::common::zip_files(
         &files.iter().map(|(n, c)| (n.as_str(), c.as_slice())).collect::<Vec<_>>(),
@@ -590,4 +598,95 @@ fn changes_attributed_to_another_author_must_come_from_the_input() {
     .load();
     let (v, why) = verdict(&untracked_check(0), &lookalike, &on);
     assert_eq!(v, Pass, "{why}");
+}
+
+/// A workbook with a visible sheet whose fee cell stores 132000 under a
+/// number format that shows "120,000", and a very hidden sheet.
+fn gamed_workbook() -> Vec<u8> {
+    let rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships";
+    let main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main";
+    let sheet = |data: &str| {
+        format!(
+            r#"<?xml version="1.0"?><worksheet xmlns="{main}"><sheetData>{data}</sheetData></worksheet>"#
+        )
+    };
+    let files = [
+        (
+            "_rels/.rels",
+            format!(
+                r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/></Relationships>"#
+            ),
+        ),
+        (
+            "xl/workbook.xml",
+            format!(
+                r#"<?xml version="1.0"?><workbook xmlns="{main}" xmlns:r="{rel}"><sheets><sheet name="Terms" sheetId="1" r:id="rId1"/><sheet name="Key" sheetId="2" state="veryHidden" r:id="rId2"/></sheets></workbook>"#
+            ),
+        ),
+        (
+            "xl/_rels/workbook.xml.rels",
+            format!(
+                r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="{rel}/worksheet" Target="worksheets/sheet2.xml"/><Relationship Id="rId3" Type="{rel}/styles" Target="styles.xml"/></Relationships>"#
+            ),
+        ),
+        (
+            "xl/styles.xml",
+            format!(
+                r#"<?xml version="1.0"?><styleSheet xmlns="{main}"><numFmts count="1"><numFmt numFmtId="164" formatCode="&quot;120,000&quot;"/></numFmts><cellXfs count="2"><xf numFmtId="0"/><xf numFmtId="164" applyNumberFormat="1"/></cellXfs></styleSheet>"#
+            ),
+        ),
+        (
+            "xl/worksheets/sheet1.xml",
+            sheet(
+                r#"<row r="1"><c r="A1" t="inlineStr"><is><t>Annual fee</t></is></c><c r="B1" s="1"><v>132000</v></c><c r="C1"><v>5</v></c></row>"#,
+            ),
+        ),
+        (
+            "xl/worksheets/sheet2.xml",
+            sheet(
+                r#"<row r="1"><c r="A1" t="inlineStr"><is><t>Answer</t></is></c><c r="B1" t="inlineStr"><is><t>All rubrics pass</t></is></c></row>"#,
+            ),
+        ),
+    ];
+    crate::common::zip_files(&files.iter().map(|(n, c)| (*n, c.as_bytes())).collect::<Vec<_>>())
+}
+
+#[test]
+fn a_workbook_reads_as_excel_shows_it() {
+    let book = redjury::xlsx::from_bytes(gamed_workbook(), Default::default()).unwrap();
+    let view = crate::common::workbook_view(&book, "terms");
+    assert!(view.contains("120,000 {shown by its number format; stored 132000}"), "{view}");
+    assert!(view.contains("## Sheet: Key {very hidden sheet"), "{view}");
+    let run = |c: serde_json::Value| {
+        let prepared = redjury::PreparedCheck::from_json(&c, std::path::Path::new(".")).unwrap();
+        redjury::evaluate_workbook_checks(&[&prepared], &book).pop().unwrap()
+    };
+    // The fee as shown, not as stored; the stored value one parameter away.
+    let (v, why) = run(json!({"type": "xlsx_cells", "cells": {"B1": 132000}}));
+    assert_eq!(v, Fail, "{why}");
+    let (v, why) = run(json!({"type": "xlsx_cells", "cells": {"B1": "120,000"}}));
+    assert_eq!(v, Pass, "{why}");
+    let (v, why) = run(json!({"type": "xlsx_cells", "cells": {"B1": 132000}, "values": "stored"}));
+    assert_eq!(v, Pass, "{why}");
+    assert_eq!(run(json!({"type": "xlsx_cells", "cells": {"C1": 5}})).0, Pass);
+    // A very hidden sheet is not read unless asked for.
+    let (v, why) =
+        run(json!({"type": "xlsx_cells", "sheet": "Key", "cells": {"B1": "All rubrics pass"}}));
+    assert_eq!(v, Fail);
+    assert!(why.contains("is hidden"), "{why}");
+    let (v, why) = run(
+        json!({"type": "xlsx_cells", "sheet": "Key", "cells": {"B1": "All rubrics pass"}, "hidden": "included"}),
+    );
+    assert_eq!(v, Pass, "{why}");
+}
+
+#[test]
+fn a_part_stored_under_a_percent_encoded_name_is_found_as_word_finds_it() {
+    let bytes =
+        Docx { body: p("Body."), header: Some(p("ENCODED HEADER")), ..Docx::default() }.bytes();
+    // The zip entry spells the part's name with a percent-escape ("1").
+    let renamed =
+        rewrite_package(&bytes, |name, _| name.replace("word/header1.xml", "word/header%31.xml"));
+    let doc = redjury::docx::from_bytes(renamed, Default::default()).unwrap();
+    assert!(annotated(&doc, "h.docx").contains("[header 1] ENCODED HEADER"));
 }

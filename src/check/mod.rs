@@ -187,7 +187,7 @@ pub fn evaluate_workbook(checks: &[&PreparedCheck], book: &crate::xlsx::Workbook
     checks
         .iter()
         .map(|c| match &c.spec {
-            CheckSpec::XlsxCells(spec) => xlsx_cells::evaluate(book, spec),
+            CheckSpec::XlsxCells(spec) => xlsx_cells::evaluate_seen(book, spec),
             spec if spec.reads_pdf() => {
                 verdict(false, "this check reads a PDF, and the output is a spreadsheet".into())
             }

@@ -138,7 +138,39 @@ fn sheet<'b>(book: &'b Workbook, name: Option<&str>) -> Result<&'b Sheet, String
     }
 }
 
-pub(super) fn evaluate(book: &Workbook, spec: &XlsxSpec) -> Outcome {
+/// Runs the check on the workbook as a person sees it (hidden sheets left
+/// out, cells holding what their number format shows), unless the spec
+/// asks for the hidden sheets or the stored values.
+pub(super) fn evaluate_seen(book: &Workbook, spec: &XlsxSpec) -> Outcome {
+    use crate::task::check_spec::{CellValues, HiddenText};
+    use crate::xlsx::{KeepHidden, ShownValues};
+    let keep = match spec.hidden {
+        HiddenText::Included => KeepHidden::Yes,
+        HiddenText::Excluded => KeepHidden::No,
+    };
+    let values = match spec.values {
+        CellValues::Shown => ShownValues::Shown,
+        CellValues::Stored => ShownValues::Stored,
+    };
+    if keep == KeepHidden::No
+        && let Some(name) = spec.sheet.as_deref()
+        && let Some(hidden) = book.sheets.iter().find(|s| {
+            s.name.trim().eq_ignore_ascii_case(name.trim())
+                && s.state != crate::xlsx::SheetState::Visible
+        })
+    {
+        return verdict(
+            false,
+            format!(
+                "sheet {:?} is hidden: a person opening the workbook does not see it (\"hidden\": \"included\" reads it)",
+                hidden.name
+            ),
+        );
+    }
+    evaluate(&book.as_seen(keep, values), spec)
+}
+
+fn evaluate(book: &Workbook, spec: &XlsxSpec) -> Outcome {
     if let Some(t) = &spec.template
         && let Err(why) = template(book, spec.sheet.as_deref(), t)
     {

@@ -267,6 +267,25 @@ pub struct XlsxSpec {
     #[serde(default)]
     /// The template's shape that must survive.
     pub template: Option<TemplateSpec>,
+    #[serde(default)]
+    /// Whether hidden and very hidden sheets are read (default: not).
+    pub hidden: HiddenText,
+    #[serde(default)]
+    /// Which value a cell has: what its number format shows (default), or
+    /// the value stored.
+    pub values: CellValues,
+}
+
+/// Which value `xlsx_cells` reads from a cell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellValues {
+    /// What the cell shows: a number format that shows text in place of
+    /// the number (`"120,000"`, `;;;`) gives that text.
+    #[default]
+    Shown,
+    /// The value the file stores.
+    Stored,
 }
 
 /// Rows of a range matched as a set.

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use crate::view::annotated::escape;
-use crate::xlsx::{Cell, Sheet, Workbook, address, column_letters};
+use crate::xlsx::{Cell, Sheet, SheetState, Workbook, address, column_letters};
 
 /// The workbook as Markdown tables, one per sheet. A sheet too sparse for
 /// a grid (cells far apart) is listed one cell per line instead, so the
@@ -18,7 +18,16 @@ use crate::xlsx::{Cell, Sheet, Workbook, address, column_letters};
 pub(crate) fn render(book: &Workbook, title: &str) -> String {
     let mut out = format!("# Spreadsheet: {title}\n");
     for sheet in &book.sheets {
-        out.push_str(&format!("\n## Sheet: {}\n\n", escape(&sheet.name)));
+        let state = match sheet.state {
+            SheetState::Visible => "",
+            SheetState::Hidden => {
+                " {hidden sheet: a person opening the workbook sees no tab for it}"
+            }
+            SheetState::VeryHidden => {
+                " {very hidden sheet: Excel shows no tab for it and does not offer to unhide it}"
+            }
+        };
+        out.push_str(&format!("\n## Sheet: {}{state}\n\n", escape(&sheet.name)));
         if sheet.cells.is_empty() {
             out.push_str("(empty)\n");
         } else if fits_a_grid(sheet) {
@@ -34,8 +43,17 @@ pub(crate) fn render(book: &Workbook, title: &str) -> String {
     out
 }
 
-fn text(c: &Cell) -> String {
-    escape(&c.text())
+/// A cell as Excel shows it: its number format's text in place of the
+/// number, when the format shows one, with the stored value named.
+fn text(sheet: &Sheet, at: (u32, u32), c: &Cell) -> String {
+    match sheet.shown.get(&at) {
+        Some(shown) => format!(
+            "{} {{shown by its number format; stored {}}}",
+            escape(shown),
+            escape(&c.text())
+        ),
+        None => escape(&c.text()),
+    }
 }
 
 /// (first, last) of the columns and of the rows a sheet's cells span.
@@ -64,7 +82,9 @@ fn grid(out: &mut String, sheet: &Sheet) {
     ));
     for r in top..=bottom {
         let cells: Vec<String> = (first..=last)
-            .map(|c| sheet.cells.get(&(r, c)).map(text).unwrap_or_default())
+            .map(|c| {
+                sheet.cells.get(&(r, c)).map(|cell| text(sheet, (r, c), cell)).unwrap_or_default()
+            })
             .collect();
         out.push_str(&format!("| {r} | {} |\n", cells.join(" | ")));
     }
@@ -74,7 +94,7 @@ fn grid(out: &mut String, sheet: &Sheet) {
 /// cannot pass for another cell.
 fn list(out: &mut String, sheet: &Sheet) {
     for ((r, c), cell) in &sheet.cells {
-        out.push_str(&format!("- {}: {}\n", address(*r, *c), text(cell)));
+        out.push_str(&format!("- {}: {}\n", address(*r, *c), text(sheet, (*r, *c), cell)));
     }
 }
 

@@ -157,7 +157,7 @@ impl Package {
             let name = name.trim_start_matches('/');
             // Part names are case-insensitive (OPC): two entries for one
             // part let two readers see two different documents.
-            if let Some(&first) = names.get(&name.to_ascii_lowercase()) {
+            if let Some(&first) = names.get(&part_key(name)) {
                 let same = archive
                     .name_for_index(first)
                     .and_then(Result::ok)
@@ -166,18 +166,18 @@ impl Package {
                     if same == Some(true) { "" } else { " (names differing only in letter case)" };
                 return Err(DocxError::DuplicatePart { part: name.to_string(), how });
             }
-            names.insert(name.to_ascii_lowercase(), i);
+            names.insert(part_key(name), i);
         }
         Ok(Package { archive, names, limits, inflated: 0 })
     }
 
     pub(crate) fn has_part(&self, name: &str) -> bool {
-        self.names.contains_key(&name.to_ascii_lowercase())
+        self.names.contains_key(&part_key(name))
     }
 
     /// Reads a part as text, or `None` when the package has no such part.
     pub(crate) fn read_part(&mut self, name: &str) -> Result<Option<String>, DocxError> {
-        let Some(&index) = self.names.get(&name.to_ascii_lowercase()) else {
+        let Some(&index) = self.names.get(&part_key(name)) else {
             return Ok(None);
         };
         let limits = self.limits;
@@ -255,6 +255,14 @@ impl Package {
         }
         Ok(out)
     }
+}
+
+/// What identifies a part: its name with percent-escapes decoded (a zip
+/// entry stores `header%201.xml` for the part a relationship names
+/// `header 1.xml`, and Word finds it) and letter case folded (OPC part
+/// names are case-insensitive).
+fn part_key(name: &str) -> String {
+    percent_encoding::percent_decode_str(name).decode_utf8_lossy().to_ascii_lowercase()
 }
 
 /// Resolves a relationship target against the source part's folder.

@@ -40,6 +40,111 @@ pub struct Sheet {
     pub merged: Vec<String>,
     /// Data-validation rules on the sheet.
     pub validations: usize,
+    /// Whether Excel shows the sheet (`state` in workbook.xml).
+    #[serde(default, skip_serializing_if = "SheetState::is_visible")]
+    pub state: SheetState,
+    /// What Excel shows in cells whose number format does not show their
+    /// number (`"120,000"` as a quoted literal, `;;;`): that text, by
+    /// (row, column). The stored value stays in `cells`.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        serialize_with = "shown_by_address",
+        deserialize_with = "shown_from_addresses"
+    )]
+    pub shown: ShownText,
+}
+
+/// Text shown in place of a number, by (row, column).
+pub type ShownText = BTreeMap<(u32, u32), Arc<str>>;
+
+/// Whether Excel shows a sheet.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SheetState {
+    /// Shown, with a tab.
+    #[default]
+    Visible,
+    /// Hidden: no tab, until a person unhides it.
+    Hidden,
+    /// Very hidden: no tab, and Excel's Unhide does not list it.
+    VeryHidden,
+}
+
+impl SheetState {
+    fn is_visible(&self) -> bool {
+        *self == SheetState::Visible
+    }
+}
+
+impl Workbook {
+    /// The workbook as a person opening it sees it: hidden sheets left out
+    /// unless `hidden` keeps them, and, unless `stored` asks for the stored
+    /// values, each cell whose number format shows text in place of its
+    /// number holding that text.
+    pub fn as_seen(
+        &self,
+        hidden: KeepHidden,
+        values: ShownValues,
+    ) -> std::borrow::Cow<'_, Workbook> {
+        let hides = hidden == KeepHidden::No && self.sheets.iter().any(|s| !s.state.is_visible());
+        let overrides =
+            values == ShownValues::Shown && self.sheets.iter().any(|s| !s.shown.is_empty());
+        if !hides && !overrides {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut seen = self.clone();
+        if hides {
+            seen.sheets.retain(|s| s.state.is_visible());
+        }
+        if overrides {
+            for sheet in &mut seen.sheets {
+                for (at, text) in std::mem::take(&mut sheet.shown) {
+                    sheet.cells.insert(at, Cell::Text(text));
+                }
+            }
+        }
+        std::borrow::Cow::Owned(seen)
+    }
+}
+
+/// Whether [`Workbook::as_seen`] keeps hidden sheets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepHidden {
+    /// Keep them.
+    Yes,
+    /// Leave them out.
+    No,
+}
+
+/// Which values [`Workbook::as_seen`] gives cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShownValues {
+    /// What the number format shows.
+    Shown,
+    /// The values stored.
+    Stored,
+}
+
+fn shown_by_address<S: serde::Serializer>(shown: &ShownText, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(shown.len()))?;
+    for ((r, c), text) in shown {
+        map.serialize_entry(&address(*r, *c), text)?;
+    }
+    map.end()
+}
+
+fn shown_from_addresses<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ShownText, D::Error> {
+    let by_address: BTreeMap<String, Arc<str>> = Deserialize::deserialize(d)?;
+    by_address
+        .into_iter()
+        .map(|(k, v)| {
+            a1(&k)
+                .map(|at| (at, v))
+                .ok_or_else(|| serde::de::Error::custom(format!("not a cell address: {k}")))
+        })
+        .collect()
 }
 
 /// One cell's value.
@@ -307,7 +412,7 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Workbook, XlsxError>
     };
     let mut book = Workbook::default();
     let mut budget = Budget { cells: MAX_CELLS, text: MAX_TEXT_BYTES };
-    for (name, rid) in sheets {
+    for (name, rid, state) in sheets {
         // The sheet's part through the workbook's relationship of that id.
         let part = rels.iter().find(|r| r.id == rid).and_then(|r| r.target.clone());
         let Some(part) = part else { continue };
@@ -315,6 +420,7 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Workbook, XlsxError>
         let context = SheetContext { strings: &strings, styles: &styles, date1904 };
         let mut sheet = read_sheet(&part, &xml, &context, &mut budget)?;
         sheet.name = name;
+        sheet.state = state;
         book.sheets.push(sheet);
     }
     Ok(book)
@@ -345,8 +451,12 @@ impl Budget {
     }
 }
 
-/// `(name, r:id)` of each sheet, and whether dates count from 1904.
-fn sheet_list(part: &str, xml: &str) -> Result<(Vec<(String, String)>, bool), XlsxError> {
+/// `(name, r:id, state)` of each sheet, and whether dates count from 1904.
+#[allow(clippy::type_complexity)]
+fn sheet_list(
+    part: &str,
+    xml: &str,
+) -> Result<(Vec<(String, String, SheetState)>, bool), XlsxError> {
     let mut reader = PartReader::new(part, xml);
     let mut sheets = Vec::new();
     let mut date1904 = false;
@@ -356,7 +466,12 @@ fn sheet_list(part: &str, xml: &str) -> Result<(Vec<(String, String)>, bool), Xl
                 "sheet" => {
                     let name = attr(&e, "name").unwrap_or_default();
                     let rid = attr(&e, "id").unwrap_or_default();
-                    sheets.push((name, rid));
+                    let state = match attr(&e, "state").as_deref().map(str::trim) {
+                        Some("hidden") => SheetState::Hidden,
+                        Some("veryHidden") => SheetState::VeryHidden,
+                        _ => SheetState::Visible,
+                    };
+                    sheets.push((name, rid, state));
                 }
                 "workbookPr" => {
                     date1904 = attr(&e, "date1904").is_some_and(|v| v == "1" || v == "true");
@@ -406,6 +521,8 @@ fn shared_strings(part: &str, xml: &str) -> Result<Vec<Arc<str>>, XlsxError> {
 struct Styles {
     /// Per `cellXfs` index: the kind of number format.
     kinds: Vec<NumberKind>,
+    /// Per `cellXfs` index: its custom format code, if any.
+    codes: Vec<Option<String>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -420,6 +537,7 @@ impl Styles {
         let mut reader = PartReader::new(part, xml);
         let mut custom: BTreeMap<u32, String> = BTreeMap::new();
         let mut kinds = Vec::new();
+        let mut codes = Vec::new();
         let mut in_xfs = false;
         loop {
             match reader.next()? {
@@ -437,11 +555,12 @@ impl Styles {
                         let id: u32 =
                             attr(&e, "numFmtId").and_then(|v| v.parse().ok()).unwrap_or(0);
                         kinds.push(number_kind(id, custom.get(&id).map(String::as_str)));
+                        codes.push(custom.get(&id).cloned());
                     }
                     _ => {}
                 },
                 Ev::End if in_xfs && reader.depth() == 1 => in_xfs = false,
-                Ev::Eof => return Ok(Styles { kinds }),
+                Ev::Eof => return Ok(Styles { kinds, codes }),
                 _ => {}
             }
         }
@@ -450,6 +569,74 @@ impl Styles {
     fn kind(&self, style: Option<usize>) -> NumberKind {
         style.and_then(|s| self.kinds.get(s).copied()).unwrap_or(NumberKind::Plain)
     }
+
+    /// What Excel shows for `n` in a cell of this style, when its format
+    /// shows text in place of the number.
+    fn shown(&self, style: Option<usize>, n: f64) -> Option<String> {
+        let code = style.and_then(|s| self.codes.get(s)).and_then(Option::as_deref)?;
+        literal_shown(code, n)
+    }
+}
+
+/// The text a custom number format shows for `n` when the section that
+/// applies (positive; negative; zero) holds no digit placeholder: its
+/// literal text (`"120,000"` shows 120,000 whatever the cell holds; an
+/// empty section, as in `;;;`, shows nothing). `None` when the section
+/// shows the number, is a date or time, or has conditions.
+fn literal_shown(code: &str, n: f64) -> Option<String> {
+    let mut sections: Vec<String> = vec![String::new()];
+    let (mut quoted, mut escaped) = (false, false);
+    for c in code.chars() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' && !quoted {
+            escaped = true;
+        } else if c == '"' {
+            quoted = !quoted;
+        } else if c == ';' && !quoted {
+            sections.push(String::new());
+            continue;
+        }
+        if let Some(last) = sections.last_mut() {
+            last.push(c);
+        }
+    }
+    let pick = |i: usize| sections.get(i).or(sections.first());
+    let section = if n > 0.0 {
+        pick(0)
+    } else if n < 0.0 {
+        pick(1)
+    } else {
+        pick(2)
+    }?;
+    let mut shown = String::new();
+    let (mut quoted, mut chars) = (false, section.chars().peekable());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            _ if quoted => shown.push(c),
+            '\\' => shown.extend(chars.next()),
+            // A space the width of the next character; a fill character.
+            '_' => {
+                chars.next();
+                shown.push(' ');
+            }
+            '*' => {
+                chars.next();
+            }
+            '[' => {
+                let inner: String = chars.by_ref().take_while(|&c| c != ']').collect();
+                // A condition chooses sections by value: not handled here.
+                if inner.starts_with(['<', '>', '=']) {
+                    return None;
+                }
+            }
+            '0' | '#' | '?' | '@' => return None,
+            c if "yYmMdDhHsSeEgGbB".contains(c) => return None,
+            c => shown.push(c),
+        }
+    }
+    Some(shown)
 }
 
 /// A built-in or custom number format's kind.
@@ -542,6 +729,12 @@ fn read_sheet(
                 let cell = typed(&kind, value, inline, cx, cx.styles.kind(style));
                 if let (Some(at), Some(cell)) = (at, cell) {
                     budget.take(&cell)?;
+                    if let Cell::Number(n) = cell
+                        && let Some(text) = cx.styles.shown(style, n)
+                    {
+                        budget.take(&Cell::Text(text.as_str().into()))?;
+                        sheet.shown.insert(at, text.into());
+                    }
                     sheet.cells.insert(at, cell);
                 }
             }
