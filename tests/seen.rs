@@ -152,7 +152,7 @@ fn rewrite_member(bytes: &[u8], name: &str, f: impl Fn(&str) -> String) -> Vec<u
 
 /// `bytes` with each zip member passed through `f`, which may change its
 /// content and returns its (new) name.
-fn rewrite_package(bytes: &[u8], f: impl Fn(&str, &mut Vec<u8>) -> String) -> Vec<u8> {
+fn rewrite_package(bytes: &[u8], mut f: impl FnMut(&str, &mut Vec<u8>) -> String) -> Vec<u8> {
     use std::io::Read;
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
@@ -689,4 +689,76 @@ fn a_part_stored_under_a_percent_encoded_name_is_found_as_word_finds_it() {
         rewrite_package(&bytes, |name, _| name.replace("word/header1.xml", "word/header%31.xml"));
     let doc = redjury::docx::from_bytes(renamed, Default::default()).unwrap();
     assert!(annotated(&doc, "h.docx").contains("[header 1] ENCODED HEADER"));
+}
+
+#[test]
+fn pictures_are_listed_with_their_alt_text_and_a_tracked_one_is_a_change() {
+    let drawing = |alt: &str| {
+        format!(
+            r#"<w:r><w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><wp:extent cx="914400" cy="914400"/><wp:docPr id="1" name="Picture 1" descr="{alt}"/><a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:pic xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:blipFill><a:blip r:embed="rId9"/></pic:blipFill></pic:pic></a:graphicData></a:graphic></wp:inline></w:drawing></w:r>"#
+        )
+    };
+    let body = format!(
+        "{}{}",
+        para(&format!("{}{}", run("Logo: "), drawing("Company logo"))),
+        para(&format!(
+            r#"{}<w:ins w:id="1" w:author="{AGENT}" w:date="2025-01-01T00:00:00Z">{}</w:ins>"#,
+            run("Signed: "),
+            drawing("Signature of the CEO")
+        ))
+    );
+    let doc = Docx::body(&body).load();
+    let view = annotated(&doc, "pictures.docx");
+    assert!(view.contains("[p-000] Logo: [picture: \"Company logo\"]"), "{view}");
+    assert!(
+        view.contains(&format!(
+            "[p-001] Signed: ++[picture: \"Signature of the CEO\"]++{{@{AGENT}}}"
+        )),
+        "{view}"
+    );
+    assert!(view.contains(&format!("| {AGENT} | 1 |")), "{view}");
+    let gate = redjury::gate(&Ok(doc), AGENT);
+    assert!(gate.passed && gate.revisions == 1, "{gate:?}");
+    // A paragraph holding only a picture is shown, not skipped.
+    let doc = Docx::body(&para(&drawing(""))).load();
+    assert!(annotated(&doc, "p.docx").contains("[p-000] [picture]"));
+}
+
+/// A document whose second block imports `content` as `chunk.<ext>`.
+fn with_alt_chunk(ext: &str, content: &[u8]) -> Vec<u8> {
+    let body = format!(r#"{}<w:altChunk r:id="rChunk"/>{}"#, p("Before."), p("After."));
+    let bytes = Docx::body(&body).bytes();
+    let rels = rewrite_member(&bytes, "word/_rels/document.xml.rels", |xml| {
+        xml.replace(
+            "</Relationships>",
+            &format!(r#"<Relationship Id="rChunk" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/aFChunk" Target="chunk.{ext}"/></Relationships>"#),
+        )
+    });
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    rewrite_package(&rels, |name, content| {
+        files.push((name.to_string(), content.clone()));
+        name.to_string()
+    });
+    files.push((format!("word/chunk.{ext}"), content.to_vec()));
+    crate::common::zip_files(
+        &files.iter().map(|(n, c)| (n.as_str(), c.as_slice())).collect::<Vec<_>>(),
+    )
+}
+
+#[test]
+fn imported_content_word_shows_is_read_or_refused_with_the_reason() {
+    let text = with_alt_chunk("txt", b"Imported clause one.\nImported clause two.");
+    let doc = redjury::docx::from_bytes(text, Default::default()).unwrap();
+    let view = annotated(&doc, "chunk.docx");
+    assert!(view.contains("[p-000] Before.\n[p-000.1] Imported clause one.\n[p-000.2] Imported clause two.\n[p-001] After."), "{view}");
+    let inner = Docx::body(&para(&format!("{}{}", run("Embedded "), ins(1, "X", "text.")))).bytes();
+    let doc =
+        redjury::docx::from_bytes(with_alt_chunk("docx", &inner), Default::default()).unwrap();
+    assert!(annotated(&doc, "chunk.docx").contains("[p-000.1] Embedded text."));
+    let html = with_alt_chunk("htm", b"<html><body><p>unlimited liability</p></body></html>");
+    let err = redjury::docx::from_bytes(html, Default::default()).unwrap_err().to_string();
+    assert!(
+        err.contains("imports word/chunk.htm (w:altChunk)") && err.contains("cannot read"),
+        "{err}"
+    );
 }

@@ -447,6 +447,24 @@ impl<'d> Renderer<'d> {
                     }
                 }
                 Inline::CommentStart { .. } | Inline::TextBox { .. } => {}
+                Inline::Picture { alt, inserted, deleted } => {
+                    let picture = if alt.is_empty() {
+                        "[picture]".to_string()
+                    } else {
+                        format!("[picture: \"{}\"]", escape(alt))
+                    };
+                    match (inserted, deleted) {
+                        (_, Some(r)) => {
+                            let _ = write!(line, "~~{picture}~~{}", self.tag(*r));
+                            self.count_change(*r, RevisionKind::Deletion);
+                        }
+                        (Some(r), None) => {
+                            let _ = write!(line, "++{picture}++{}", self.tag(*r));
+                            self.count_change(*r, RevisionKind::Insertion);
+                        }
+                        (None, None) => line.push_str(&picture),
+                    }
+                }
                 Inline::NoteRef { kind, mark, inserted, deleted, .. } => {
                     let prefix = match kind {
                         crate::docx::NoteKind::Footnote => "fn",

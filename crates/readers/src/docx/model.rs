@@ -242,6 +242,18 @@ pub enum Inline {
         /// Index into `Document::stories`.
         story: usize,
     },
+    /// A picture (`w:drawing` or VML `w:pict` with an image), with its
+    /// alternative text: Word shows it, and a tracked one is a change.
+    Picture {
+        /// Its alternative text (`descr`, else `title`), empty when none.
+        alt: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        /// The revision that inserted it.
+        inserted: Option<usize>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        /// The revision that deleted it.
+        deleted: Option<usize>,
+    },
 }
 
 /// A stretch of text with one revision state.
@@ -608,7 +620,8 @@ impl Paragraph {
         let inline = self.inlines.iter().flat_map(|i| {
             let refs = match i {
                 Inline::Text(s) => [s.inserted, s.deleted, s.format],
-                Inline::NoteRef { inserted, deleted, .. } => [*inserted, *deleted, None],
+                Inline::NoteRef { inserted, deleted, .. }
+                | Inline::Picture { inserted, deleted, .. } => [*inserted, *deleted, None],
                 _ => [None, None, None],
             };
             refs.into_iter().flatten()

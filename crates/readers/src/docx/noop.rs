@@ -252,7 +252,8 @@ fn for_each_block_revisions(blocks: &mut [Block], f: &mut dyn FnMut(&mut Refs<'_
                         Inline::Text(s) => {
                             refs.options.extend([&mut s.inserted, &mut s.deleted, &mut s.format])
                         }
-                        Inline::NoteRef { inserted, deleted, .. } => {
+                        Inline::NoteRef { inserted, deleted, .. }
+                        | Inline::Picture { inserted, deleted, .. } => {
                             refs.options.extend([inserted, deleted])
                         }
                         _ => {}

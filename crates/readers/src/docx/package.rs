@@ -177,6 +177,15 @@ impl Package {
 
     /// Reads a part as text, or `None` when the package has no such part.
     pub(crate) fn read_part(&mut self, name: &str) -> Result<Option<String>, DocxError> {
+        match self.read_bytes(name)? {
+            Some(buf) => decode_text(name, buf).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads a part's bytes under the package's limits, or `None` when the
+    /// package has no such part.
+    pub(crate) fn read_bytes(&mut self, name: &str) -> Result<Option<Vec<u8>>, DocxError> {
         let Some(&index) = self.names.get(&part_key(name)) else {
             return Ok(None);
         };
@@ -218,7 +227,7 @@ impl Package {
             });
         }
         self.inflated += read;
-        decode_text(name, buf).map(Some)
+        Ok(Some(buf))
     }
 
     /// The relationships of `part` (from `<dir>/_rels/<file>.rels`), empty if none.

@@ -28,6 +28,8 @@ pub(crate) struct Ctx {
     pub styles: StyleSheet,
     /// Relationship ids of the headers and footers some section shows.
     pub shown_parts: Vec<String>,
+    /// What each `w:altChunk` imports, by relationship id (the main part's).
+    pub alt_chunks: HashMap<String, Vec<Block>>,
     move_pairs: HashMap<String, u32>,
     footnotes_seen: u32,
     endnotes_seen: u32,
@@ -93,6 +95,8 @@ enum El {
     TxbxContent,
     /// `w:fldSimple`: a field written whole.
     FldSimple,
+    /// `w:drawing` or `w:pict`: a picture, a shape or a text box.
+    Drawing,
     Other,
 }
 
@@ -157,6 +161,9 @@ struct Parser<'c, 'x> {
     run_look: Look,
     /// Whether the drawing being read has no width or no height.
     zero_extent: bool,
+    /// The drawing being read: its alternative text, whether it holds an
+    /// image, and whether it holds a text box (then it is no picture).
+    drawing: Option<DrawingSeen>,
     rpr_now: Vec<(String, String)>,
     rpr_old: Vec<(String, String)>,
     open_move_from: Option<String>,
@@ -165,6 +172,14 @@ struct Parser<'c, 'x> {
     pending_comment_ends: Vec<String>,
     next_body_index: u32,
     custom_note_mark: bool,
+}
+
+/// What a `w:drawing` or `w:pict` held, as far as the view cares.
+#[derive(Default)]
+struct DrawingSeen {
+    alt: Option<String>,
+    image: bool,
+    text_box: bool,
 }
 
 /// A field with its code and result trimmed of surrounding whitespace.
@@ -194,6 +209,7 @@ pub(crate) fn parse_blocks(
         run_format: None,
         run_look: Look::default(),
         zero_extent: false,
+        drawing: None,
         rpr_now: Vec::new(),
         rpr_old: Vec::new(),
         open_move_from: None,
@@ -291,6 +307,22 @@ impl<'c, 'x> Parser<'c, 'x> {
                 Ok(())
             }
             _ => {
+                if let Some(d) = self.drawing.as_mut() {
+                    match name {
+                        // DrawingML's `wp:docPr`, VML's `v:shape`: alternative text.
+                        "docPr" | "shape" | "imagedata" => {
+                            let alt = attr(e, "descr").or_else(|| attr(e, "alt"));
+                            let alt =
+                                alt.or_else(|| attr(e, "title")).filter(|a| !a.trim().is_empty());
+                            if d.alt.is_none() {
+                                d.alt = alt;
+                            }
+                            d.image |= name == "imagedata";
+                        }
+                        "pic" | "blip" => d.image = true,
+                        _ => {}
+                    }
+                }
                 match name {
                     // A drawing's size (`wp:extent`), before its content.
                     "inline" | "anchor" => self.zero_extent = false,
@@ -345,7 +377,23 @@ impl<'c, 'x> Parser<'c, 'x> {
             "tbl" => self.open_frame(Frame::Table(Table::default()), El::Tbl, tag),
             "tr" => self.open_frame(Frame::Row(Row::default()), El::Tr, tag),
             "tc" => self.open_frame(Frame::Cell(Cell::default()), El::Tc, tag),
+            "altChunk" => {
+                // Word shows the imported content in its place.
+                let id = attr(e, "id").unwrap_or_default();
+                let blocks = self.ctx.alt_chunks.get(&id).cloned().unwrap_or_default();
+                if let Some(into) = self.blocks_mut() {
+                    into.extend(blocks);
+                }
+                self.skip_if_open(tag)?;
+            }
+            "drawing" | "pict" if tag == Tag::Open => {
+                self.drawing = Some(DrawingSeen::default());
+                self.push(tag, El::Drawing);
+            }
             "txbxContent" if tag == Tag::Open => {
+                if let Some(d) = self.drawing.as_mut() {
+                    d.text_box = true;
+                }
                 self.open_frame(Frame::TextBox(Vec::new()), El::TxbxContent, tag)
             }
             "trPr" | "tblPrEx" if parent == El::Tr => {
@@ -866,6 +914,7 @@ impl<'c, 'x> Parser<'c, 'x> {
                 }
             }
             El::Tbl | El::Tr | El::Tc | El::TxbxContent => self.close_frame(),
+            El::Drawing => self.finish_drawing(),
             El::Wrapper if self.wrappers.last().is_some_and(|w| w.depth == depth_after + 1) => {
                 self.wrappers.pop();
             }
@@ -1003,6 +1052,20 @@ impl<'c, 'x> Parser<'c, 'x> {
         }
         let text = text.to_string();
         b.p.inlines.push(Inline::Text(Span { text, inserted, deleted, format, hidden }));
+    }
+
+    /// A drawing ends: a picture (not a text box, not a bare shape) is
+    /// recorded where it stands, in the state of its revision wrappers.
+    fn finish_drawing(&mut self) {
+        let Some(d) = self.drawing.take() else { return };
+        if d.text_box || !d.image || self.hidden_by_field() {
+            return;
+        }
+        let (inserted, deleted) = self.wrapper_state();
+        if let Some(b) = self.para_mut() {
+            let alt = d.alt.unwrap_or_default();
+            b.p.inlines.push(Inline::Picture { alt, inserted, deleted });
+        }
     }
 
     /// Whether the text of the current run is out of a person's sight.
