@@ -453,3 +453,68 @@ fn base64_of(path: &Path) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(std::fs::read(path).unwrap())
 }
+
+/// Every byte a run writes — its standard output and error, and every file
+/// under the folder it runs in — for a planted password.
+fn assert_secret_nowhere(secret: &str, streams: &[&str], dir: &Path) {
+    for s in streams {
+        assert!(!s.contains(secret), "the password is printed:\n{s}");
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                let found = bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+                assert!(!found, "the password is in {}", path.display());
+            }
+        }
+    }
+}
+
+/// A store URL's password (userinfo and `password=`) is never printed or
+/// written, when the server refuses the connection and when it accepts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_password_is_printed_and_written_nowhere() {
+    const SECRET: &str = "Planted-Secret-4711";
+    let root = crate::common::root();
+    let (tasks, outputs) = (root.join("rubrics"), root.join("scenarios/outputs/strong"));
+    let score = |cache: &str, out: &Path| {
+        args(&[
+            "score",
+            "--tasks",
+            &shown(&tasks),
+            "--outputs",
+            &shown(&outputs),
+            "--out",
+            &shown(out),
+            "--cache",
+            cache,
+        ])
+    };
+    let dir = crate::common::temp_dir("store-password");
+    let refused = format!(
+        "postgres://redjury:{SECRET}@127.0.0.1:1/postgres?password={SECRET}&connect_timeout=2"
+    );
+    let (code, out, err) = redjury_at(&dir, score(&refused, &dir.join("refused")), false).await;
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("redjury:***@127.0.0.1:1") || err.contains("redjury:***@127.0.0.1:1"),
+        "{out}{err}"
+    );
+    assert_secret_nowhere(SECRET, &[&out, &err], &dir);
+    let Some(store) = postgres::store("a_store_password_is_printed_and_written_nowhere") else {
+        return;
+    };
+    // The CI server trusts loopback, so any password connects.
+    let with_password =
+        store.replacen("postgres://redjury@", &format!("postgres://redjury:{SECRET}@"), 1);
+    assert_ne!(with_password, store, "the test server's URL names the user redjury: {store}");
+    let (code, out, err) =
+        redjury_at(&dir, score(&with_password, &dir.join("accepted")), false).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert_secret_nowhere(SECRET, &[&out, &err], &dir);
+}

@@ -36,6 +36,15 @@ mod sqlite;
 
 pub use batches::{BatchItem, BatchRecord, BatchState};
 pub use copy::{CopyReport, copy_store};
+
+/// A store's location as it may be shown: a file's path, or a PostgreSQL
+/// URL with its password (userinfo and `password=`) replaced by `***`.
+pub(crate) fn shown_location(location: &std::path::Path) -> String {
+    match location.to_str() {
+        Some(url) if postgres::is_url(url) => postgres::without_password(url),
+        _ => location.display().to_string(),
+    }
+}
 pub(crate) use engine::Access;
 use engine::{Engine, Takeover};
 pub use sqlite::SCHEMA_VERSION;

@@ -95,20 +95,38 @@ impl Address {
     }
 }
 
-/// `postgres://user:secret@host/db` → `postgres://user@host/db`.
-fn without_password(url: &str) -> String {
+/// The URL with its password hidden wherever it is written:
+/// `postgres://user:secret@host/db?password=secret&sslmode=require` →
+/// `postgres://user:***@host/db?password=***&sslmode=require`. What is
+/// printed, logged or stored of a store's location goes through here.
+pub(super) fn without_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
+    };
     let (authority, tail) = match rest.find('/') {
         Some(i) => rest.split_at(i),
         None => (rest, ""),
     };
-    match authority.rsplit_once('@') {
-        Some((user, host)) => {
-            let user = user.split(':').next().unwrap_or("");
-            format!("{scheme}://{user}@{host}{tail}")
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or("");
+            format!("{name}:***@{host}")
         }
-        None => url.to_string(),
-    }
+        _ => authority.to_string(),
+    };
+    let query = query.map(|q| {
+        let pairs: Vec<String> = q
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        format!("?{}", pairs.join("&"))
+    });
+    format!("{scheme}://{authority}{tail}{}", query.unwrap_or_default())
 }
 
 /// A database error as the user should read it.
@@ -164,7 +182,10 @@ impl Postgres {
     /// current directory, named after the server (never its password), so
     /// the next process started here stores them.
     pub(super) fn journal(&self) -> PathBuf {
-        let digest = crate::hash::sha256_hex(&format!("{}#{}", self.shown, self.schema));
+        // Named as before passwords were shown as *** (`user@host`), so a
+        // journal an earlier redjury left is still found.
+        let named = self.shown.replace(":***@", "@");
+        let digest = crate::hash::sha256_hex(&format!("{named}#{}", self.schema));
         let name = format!(".redjury-postgres-{}.pending.jsonl", digest.get(..12).unwrap_or(""));
         std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir()).join(name)
     }
@@ -813,12 +834,17 @@ mod tests {
             "postgres://ci:s3cret@127.0.0.1:5432/db?sslmode=disable&redjury_schema=run_7&redjury_pool=3",
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(a.shown, "postgres://ci@127.0.0.1:5432/db?sslmode=disable");
+        assert_eq!(a.shown, "postgres://ci:***@127.0.0.1:5432/db?sslmode=disable");
         assert_eq!(a.url, "postgres://ci:s3cret@127.0.0.1:5432/db?sslmode=disable");
         assert_eq!((a.schema.as_str(), a.pool), ("run_7", 3));
         assert!(Address::parse("postgres://h/db?redjury_schema=x;drop").is_err());
         assert!(Address::parse("postgres://h/db?redjury_pool=0").is_err());
         assert_eq!(without_password("postgresql://u@h/db"), "postgresql://u@h/db");
         assert_eq!(without_password("postgresql://h/db"), "postgresql://h/db");
+        assert_eq!(
+            without_password("postgres://u:p%40ss@h:5/db?sslmode=require&PASSWORD=x&a=b"),
+            "postgres://u:***@h:5/db?sslmode=require&PASSWORD=***&a=b"
+        );
+        assert_eq!(without_password("postgres://h?password=x"), "postgres://h?password=***");
     }
 }

@@ -35,7 +35,7 @@ impl Found {
             "panel: {}\nprices: {}\ncache: {}\n",
             self.panel_from,
             self.prices_from,
-            self.cache.display()
+            crate::cache::shown_location(&self.cache)
         )
     }
 }

@@ -177,7 +177,10 @@ fn recorded(cache_path: &Path) -> Result<(Cache, Vec<BatchRecord>), CommandError
         .to_str()
         .is_some_and(|p| p.starts_with("postgres://") || p.starts_with("postgresql://"));
     if !url && !cache_path.is_file() {
-        return Err(CommandError::refused(format!("no cache at {}", cache_path.display())));
+        return Err(CommandError::refused(format!(
+            "no cache at {}",
+            crate::cache::shown_location(cache_path)
+        )));
     }
     let cache = Cache::open(cache_path).map_err(CommandError::refused)?;
     let recorded = cache.batches().map_err(CommandError::failed)?;
@@ -192,7 +195,10 @@ pub fn copy_cache(from: &Path, to: &Path) -> Result<CopyReport, CommandError> {
         .to_str()
         .is_some_and(|p| p.starts_with("postgres://") || p.starts_with("postgresql://"));
     if !url && !from.is_file() {
-        return Err(CommandError::refused(format!("no cache at {}", from.display())));
+        return Err(CommandError::refused(format!(
+            "no cache at {}",
+            crate::cache::shown_location(from)
+        )));
     }
     copy_store(from, to).map_err(CommandError::failed)
 }

@@ -159,13 +159,7 @@ fn file_kind(meta: &std::fs::Metadata) -> &'static str {
 /// Reads a .docx held in memory.
 pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError> {
     let mut pkg = Package::open(bytes, limits)?;
-    let main = pkg
-        .relationships("")?
-        .into_iter()
-        .find(|r| r.kind == "officeDocument")
-        .and_then(|r| r.target)
-        .filter(|t| pkg.has_part(t))
-        .unwrap_or_else(|| "word/document.xml".to_string());
+    let main = pkg.main_part("word/document.xml")?;
     let Some(main_xml) = pkg.read_part(&main)? else {
         return Err(DocxError::MissingPart(main));
     };
@@ -270,12 +264,7 @@ fn plain_paragraph(text: &str) -> Paragraph {
 /// Reads an embedded .docx (an altChunk's), refusing altChunks of its own.
 fn from_bytes_without_chunks(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError> {
     let mut pkg = Package::open(bytes, limits)?;
-    let main = pkg
-        .relationships("")?
-        .into_iter()
-        .find(|r| r.kind == "officeDocument")
-        .and_then(|r| r.target)
-        .unwrap_or_else(|| "word/document.xml".to_string());
+    let main = pkg.main_part("word/document.xml")?;
     let Some(xml) = pkg.read_part(&main)? else { return Err(DocxError::MissingPart(main)) };
     if pkg.relationships(&main)?.iter().any(|r| r.kind == "aFChunk") {
         return Err(DocxError::UnreadableAltChunk {

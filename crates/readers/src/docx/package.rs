@@ -171,6 +171,18 @@ impl Package {
         Ok(Package { archive, names, limits, inflated: 0 })
     }
 
+    /// The package's main part, as its root relationship of type
+    /// officeDocument names it (when it exists), else `default`.
+    pub(crate) fn main_part(&mut self, default: &str) -> Result<String, DocxError> {
+        let named = self
+            .relationships("")?
+            .into_iter()
+            .find(|r| r.kind == "officeDocument")
+            .and_then(|r| r.target)
+            .filter(|t| self.has_part(t));
+        Ok(named.unwrap_or_else(|| default.to_string()))
+    }
+
     pub(crate) fn has_part(&self, name: &str) -> bool {
         self.names.contains_key(&part_key(name))
     }

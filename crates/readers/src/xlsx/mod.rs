@@ -380,12 +380,7 @@ pub fn is_xlsx(bytes: &[u8]) -> bool {
 /// Reads an .xlsx held in memory.
 pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Workbook, XlsxError> {
     let mut pkg = Package::open(bytes, limits)?;
-    let main = pkg
-        .relationships("")?
-        .into_iter()
-        .find(|r| r.kind == "officeDocument")
-        .and_then(|r| r.target)
-        .unwrap_or_else(|| "xl/workbook.xml".into());
+    let main = pkg.main_part("xl/workbook.xml")?;
     let Some(workbook_xml) = pkg.read_part(&main)? else {
         return Err(XlsxError::NoWorkbook(main));
     };
