@@ -762,3 +762,29 @@ fn imported_content_word_shows_is_read_or_refused_with_the_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn white_text_on_a_shaded_or_styled_table_cell_is_seen() {
+    let white = |id: u32, text: &str| ins_styled(id, AGENT, r#"<w:color w:val="FFFFFF"/>"#, text);
+    let cell =
+        |tcpr: &str, inner: &str| format!("<w:tc><w:tcPr>{tcpr}</w:tcPr>{}</w:tc>", para(inner));
+    let table = |tblpr: &str, cells: &str| {
+        format!("<w:tbl><w:tblPr>{tblpr}</w:tblPr><w:tr>{cells}</w:tr></w:tbl>")
+    };
+    let body = [
+        table(
+            "",
+            &cell(
+                r#"<w:shd w:val="clear" w:color="auto" w:fill="1F3864"/>"#,
+                &white(1, "Dark header"),
+            ),
+        ),
+        table(r#"<w:tblStyle w:val="GridTable4-Accent1"/>"#, &cell("", &white(2, "Styled header"))),
+        table("", &cell("", &white(3, "Plain white"))),
+    ]
+    .concat();
+    let view = annotated(&Docx::body(&body).load(), "cells.docx");
+    assert!(view.contains("++Dark header++"), "{view}");
+    assert!(view.contains("++Styled header++"), "{view}");
+    assert!(view.contains("++{hidden, white on white: Plain white}++"), "{view}");
+}

@@ -13,7 +13,7 @@ use quick_xml::events::BytesStart;
 use super::DocxError;
 use super::model::*;
 use super::props::{self, Element};
-use super::visibility::{Look, StyleSheet};
+use super::visibility::{Look, StyleSheet, Surface};
 use super::xml::{Ev, Ns, PartReader, Tag, attr, local};
 
 /// Document-wide state shared by every story of one package.
@@ -161,6 +161,11 @@ struct Parser<'c, 'x> {
     run_look: Look,
     /// Whether the drawing being read has no width or no height.
     zero_extent: bool,
+    /// Per open table: whether a table style colours it (its cells'
+    /// backgrounds are then not known here).
+    tables_styled: Vec<bool>,
+    /// Per open cell: its own shading fill (`w:tcPr/w:shd`), if any.
+    cell_fills: Vec<Option<String>>,
     /// The drawing being read: its alternative text, whether it holds an
     /// image, and whether it holds a text box (then it is no picture).
     drawing: Option<DrawingSeen>,
@@ -209,6 +214,8 @@ pub(crate) fn parse_blocks(
         run_format: None,
         run_look: Look::default(),
         zero_extent: false,
+        tables_styled: Vec::new(),
+        cell_fills: Vec::new(),
         drawing: None,
         rpr_now: Vec::new(),
         rpr_old: Vec::new(),
@@ -374,9 +381,19 @@ impl<'c, 'x> Parser<'c, 'x> {
                 self.move_range(name, e);
                 self.skip_if_open(tag)?;
             }
-            "tbl" => self.open_frame(Frame::Table(Table::default()), El::Tbl, tag),
+            "tbl" => {
+                if tag == Tag::Open {
+                    self.tables_styled.push(false);
+                }
+                self.open_frame(Frame::Table(Table::default()), El::Tbl, tag)
+            }
             "tr" => self.open_frame(Frame::Row(Row::default()), El::Tr, tag),
-            "tc" => self.open_frame(Frame::Cell(Cell::default()), El::Tc, tag),
+            "tc" => {
+                if tag == Tag::Open {
+                    self.cell_fills.push(None);
+                }
+                self.open_frame(Frame::Cell(Cell::default()), El::Tc, tag)
+            }
             "altChunk" => {
                 // Word shows the imported content in its place.
                 let id = attr(e, "id").unwrap_or_default();
@@ -681,6 +698,12 @@ impl<'c, 'x> Parser<'c, 'x> {
 
     /// `w:tblPr` or `w:tblGrid` of the table being read, with its tracked change.
     fn table_properties(&mut self, el: &Element) {
+        if el.name == "tblPr"
+            && (el.child("tblStyle").is_some() || el.child("shd").is_some())
+            && let Some(styled) = self.tables_styled.last_mut()
+        {
+            *styled = true;
+        }
         let (change_name, kind) = match el.name.as_str() {
             "tblGrid" => ("tblGridChange", RevisionKind::TableGrid),
             _ => ("tblPrChange", RevisionKind::TableFormat),
@@ -749,6 +772,11 @@ impl<'c, 'x> Parser<'c, 'x> {
             ("cellDel", RevisionKind::CellDeleted),
         );
         let merged = el.child("vMerge").map(|m| m.attr("val") != Some("restart"));
+        if let Some(fill) = el.child("shd").and_then(|shd| shd.attr("fill"))
+            && let Some(slot) = self.cell_fills.last_mut()
+        {
+            *slot = Some(fill.trim().to_ascii_uppercase());
+        }
         let change = self.property_change(el, "tcPrChange", RevisionKind::CellFormat);
         let Some(Frame::Cell(cell)) = self.frames.last_mut() else { return };
         cell.inserted = inserted.or(cell.inserted);
@@ -913,7 +941,15 @@ impl<'c, 'x> Parser<'c, 'x> {
                     self.ctx.fields.push(trimmed(f));
                 }
             }
-            El::Tbl | El::Tr | El::Tc | El::TxbxContent => self.close_frame(),
+            El::Tbl => {
+                self.tables_styled.pop();
+                self.close_frame();
+            }
+            El::Tc => {
+                self.cell_fills.pop();
+                self.close_frame();
+            }
+            El::Tr | El::TxbxContent => self.close_frame(),
             El::Drawing => self.finish_drawing(),
             El::Wrapper if self.wrappers.last().is_some_and(|w| w.depth == depth_after + 1) => {
                 self.wrappers.pop();
@@ -1074,7 +1110,15 @@ impl<'c, 'x> Parser<'c, 'x> {
             Some(b) => (b.p.props.style.clone(), b.shading.clone()),
             None => (None, None),
         };
-        self.ctx.styles.hidden(&self.run_look, style.as_deref(), shading.as_deref())
+        // What the text is drawn on: the paragraph's shading, else its
+        // cell's; in a table a style colours, not known here.
+        let cell = self.cell_fills.last().cloned().flatten();
+        let surface = match (shading.or(cell), self.tables_styled.last()) {
+            (Some(fill), _) => Surface::Shaded(fill),
+            (None, Some(true)) => Surface::Unknown,
+            (None, _) => Surface::Page,
+        };
+        self.ctx.styles.hidden(&self.run_look, style.as_deref(), &surface)
     }
 
     fn push_anchor(&mut self, inline: Inline) {

@@ -193,13 +193,13 @@ impl StyleSheet {
     }
 
     /// Whether text with direct formatting `direct` in a paragraph of
-    /// style `paragraph_style` (shaded `paragraph_shading`) is hidden from
-    /// a person, and why.
+    /// style `paragraph_style`, drawn on `surface`, is hidden from a
+    /// person, and why.
     pub(crate) fn hidden(
         &mut self,
         direct: &Look,
         paragraph_style: Option<&str>,
-        paragraph_shading: Option<&str>,
+        surface: &Surface,
     ) -> Option<Hidden> {
         let character = match direct.style.as_deref() {
             Some(s) => self.chain(s),
@@ -221,13 +221,34 @@ impl StyleSheet {
         }
         let text = look.color.as_deref().filter(|c| *c != "AUTO")?;
         let fill = |c: &Option<String>| c.clone().filter(|c| c != "AUTO" && c != "NONE");
+        let under = match surface {
+            Surface::Shaded(fill) => Some(fill.clone()).filter(|c| c != "AUTO"),
+            Surface::Page => None,
+            // A table style may shade the cell: the run's own highlight or
+            // shading is all that is known.
+            Surface::Unknown => {
+                let own = fill(&look.highlight).or_else(|| fill(&look.shading))?;
+                return (text == own).then_some(Hidden::Camouflaged { colour: own });
+            }
+        };
         let background = fill(&look.highlight)
             .or_else(|| fill(&look.shading))
-            .or_else(|| paragraph_shading.map(str::to_string).filter(|c| c != "AUTO"))
+            .or(under)
             .or_else(|| self.page.clone().filter(|c| c != "AUTO"))
             .unwrap_or_else(|| "FFFFFF".to_string());
         (text == background).then_some(Hidden::Camouflaged { colour: background })
     }
+}
+
+/// What a paragraph's text is drawn on, beneath its own highlight or
+/// shading.
+pub(crate) enum Surface {
+    /// The paragraph's or its cell's shading fill.
+    Shaded(String),
+    /// The page (its colour, else white).
+    Page,
+    /// A cell a table style may colour: not known.
+    Unknown,
 }
 
 /// Reads the page colour from `w:background` as the main part's parser
