@@ -518,3 +518,56 @@ async fn a_store_password_is_printed_and_written_nowhere() {
     assert_eq!(code, 0, "{out}{err}");
     assert_secret_nowhere(SECRET, &[&out, &err], &dir);
 }
+
+/// A lease whose holder is a process of this machine that is gone, and
+/// eight waiters (each with a store connection of its own, as processes
+/// have) asking for it at the same instant: exactly one takes it over,
+/// every time (the takeover is one compare-and-set statement).
+fn exactly_one_waiter_takes_over_a_dead_holders_lease(open: &(dyn Fn() -> Cache + Sync)) {
+    let host =
+        std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = child.id();
+    child.wait().unwrap();
+    let dead = format!("{host}/{dead_pid}/dead");
+    let ttl = Duration::from_secs(60);
+    let waiters: Vec<Cache> = (0..8).map(|_| open()).collect();
+    for round in 0..25u32 {
+        let k = key(10_000 + round);
+        assert!(matches!(open().claim(&k, &dead, ttl).unwrap(), Lease::Granted));
+        let barrier = std::sync::Barrier::new(waiters.len());
+        let granted: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = waiters
+                .iter()
+                .enumerate()
+                .map(|(i, cache)| {
+                    let (k, barrier) = (&k, &barrier);
+                    let me = format!("{host}/{}/waiter{i}", std::process::id());
+                    s.spawn(move || {
+                        barrier.wait();
+                        matches!(cache.claim(k, &me, ttl).unwrap(), Lease::Granted) as usize
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(granted, 1, "round {round}: {granted} waiters took over the same lease");
+    }
+}
+
+#[test]
+fn exactly_one_waiter_takes_over_a_dead_holders_lease_in_sqlite() {
+    let dir = crate::common::temp_dir("lease-cas-sqlite");
+    let path = dir.join("cache.sqlite");
+    exactly_one_waiter_takes_over_a_dead_holders_lease(&|| Cache::open(&path).unwrap());
+}
+
+#[test]
+fn exactly_one_waiter_takes_over_a_dead_holders_lease_in_postgres() {
+    let Some(store) =
+        postgres::store("exactly_one_waiter_takes_over_a_dead_holders_lease_in_postgres")
+    else {
+        return;
+    };
+    exactly_one_waiter_takes_over_a_dead_holders_lease(&|| Cache::open(Path::new(&store)).unwrap());
+}

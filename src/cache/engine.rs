@@ -27,12 +27,14 @@ pub enum Access {
 }
 
 /// When a lease another owner holds may be taken over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Takeover {
     /// Once it has expired (its holder stopped renewing it).
     WhenExpired,
-    /// At once: its holder is known to be gone.
-    Always,
+    /// At once, from this holder, known to be gone — only while the lease
+    /// is still that holder's: of several waiters who saw it gone, exactly
+    /// one takes it over (compare-and-set in one statement).
+    FromGone(String),
 }
 
 /// The kinds of rows a store holds, for copying one store into another.

@@ -456,8 +456,8 @@ impl Cache {
             return Ok(Lease::Granted);
         }
         let holder = self.store.lease_holder(&digest)?;
-        if holder.as_deref().is_some_and(owner_is_gone)
-            && self.store.take_lease(&digest, owner, ttl, Takeover::Always)?
+        if let Some(gone) = holder.filter(|h| owner_is_gone(h))
+            && self.store.take_lease(&digest, owner, ttl, Takeover::FromGone(gone))?
         {
             return Ok(Lease::Granted);
         }

@@ -484,11 +484,16 @@ impl Engine for Postgres {
              VALUES ($1, $2, extract(epoch from clock_timestamp())::float8 + $3::float8)
              ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
              WHERE {s}.leases.expires_at < extract(epoch from clock_timestamp())::float8
-                OR {s}.leases.owner = EXCLUDED.owner OR $4::boolean"
+                OR {s}.leases.owner = EXCLUDED.owner OR {s}.leases.owner = $4::text"
         );
-        let always = rule == Takeover::Always;
+        // Compare-and-set: a holder seen gone is replaced only while it is
+        // still the holder, so of the waiters who saw it gone one wins.
+        let gone: Option<String> = match rule {
+            Takeover::WhenExpired => None,
+            Takeover::FromGone(holder) => Some(holder),
+        };
         let params: Params =
-            vec![p(digest.to_string()), p(owner.to_string()), p(ttl.as_secs_f64()), p(always)];
+            vec![p(digest.to_string()), p(owner.to_string()), p(ttl.as_secs_f64()), p(gone)];
         self.execute(sql, params).map(|n| n > 0)
     }
 

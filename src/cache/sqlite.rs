@@ -860,16 +860,16 @@ impl Engine for Sqlite {
     ) -> Result<bool, CacheError> {
         let now = now_secs();
         let expires_at = now + ttl.as_secs_f64();
-        let stale_before = match rule {
-            Takeover::WhenExpired => now,
-            Takeover::Always => f64::INFINITY,
+        let gone = match &rule {
+            Takeover::WhenExpired => None,
+            Takeover::FromGone(holder) => Some(holder.as_str()),
         };
         self.write()?
             .execute(
                 "INSERT INTO leases VALUES (?1, ?2, ?3)
                  ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-                 WHERE leases.expires_at < ?4 OR leases.owner = excluded.owner",
-                params![digest, owner, expires_at, stale_before],
+                 WHERE leases.expires_at < ?4 OR leases.owner = excluded.owner OR leases.owner = ?5",
+                params![digest, owner, expires_at, now, gone],
             )
             .map(|n| n > 0)
             .map_err(|e| self.err(e))
