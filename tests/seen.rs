@@ -407,6 +407,16 @@ fn a_deletion_and_insertion_of_the_same_text_changes_nothing_and_counts_nowhere(
         "{view}"
     );
     assert_eq!(doc.revisions.len(), 2);
+    // The other side's deletion countered by the agent's insertion of the
+    // same words is a negotiation, not a no-op: both stay.
+    let countered = Docx::body(&clause(&format!(
+        "{}{}",
+        del(1, "Customer Counsel", "Supplier"),
+        ins(2, AGENT, "Supplier")
+    )))
+    .load();
+    assert_eq!(countered.revisions.len(), 2, "{}", annotated(&countered, "c.docx"));
+    assert!(countered.cancelled.is_empty());
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //! `Document::revisions` renumbered), and recording each in
 //! `Document::cancelled`. Must never cancel a change a person could see:
 //! a group is cancelled only when the text it deletes is, character for
-//! character, the text it inserts at the same place.
+//! character, the text it inserts at the same place, by the same author.
 
 use super::model::*;
 
@@ -94,14 +94,23 @@ fn cancel_text_groups(p: &mut Paragraph, revisions: &[Revision], out: &mut Vec<(
         matches!(inline, Inline::Text(s) if (s.inserted.is_some() != s.deleted.is_some())
             && plain_kind(s.inserted) && plain_kind(s.deleted))
     };
+    let author_of = |inline: &Inline| -> Option<String> {
+        let Inline::Text(s) = inline else { return None };
+        let author = revisions.get(s.inserted.or(s.deleted)?)?.author.as_deref()?;
+        Some(author.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
     let mut i = 0;
     while i < p.inlines.len() {
         if !p.inlines.get(i).is_some_and(changed) {
             i += 1;
             continue;
         }
+        // One author's changes: a deletion by one side and the same words
+        // inserted by the other is a negotiation (a deletion countered),
+        // not an edit that changes nothing.
         let start = i;
-        while p.inlines.get(i).is_some_and(changed) {
+        let first = p.inlines.get(i).and_then(author_of);
+        while p.inlines.get(i).is_some_and(|x| changed(x) && author_of(x) == first) {
             i += 1;
         }
         let group = p.inlines.get(start..i).unwrap_or_default();
