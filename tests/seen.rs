@@ -798,3 +798,24 @@ fn white_text_on_a_shaded_or_styled_table_cell_is_seen() {
     assert!(view.contains("++Styled header++"), "{view}");
     assert!(view.contains("++{hidden, white on white: Plain white}++"), "{view}");
 }
+
+/// Cancelling is linear: one paragraph of 30,000 one-author no-op pairs
+/// behind a real replacement (so the whole group is not one no-op) reads
+/// in well under the bound (each pair used to rescan and rebuild the
+/// paragraph: quadratic).
+#[test]
+fn cancelling_many_no_op_pairs_in_one_paragraph_is_linear() {
+    const PAIRS: u32 = 30_000;
+    let mut change = format!("{}{}", del(1, AGENT, "x"), ins(2, AGENT, "y"));
+    for k in 0..PAIRS {
+        change.push_str(&del(3 + 2 * k, AGENT, "a"));
+        change.push_str(&ins(4 + 2 * k, AGENT, "a"));
+    }
+    let bytes = Docx::body(&para(&change)).bytes();
+    let started = std::time::Instant::now();
+    let doc = redjury::docx::from_bytes(bytes, Default::default()).unwrap();
+    let took = started.elapsed();
+    assert_eq!(doc.revisions.len(), 2, "only the real replacement is left");
+    assert_eq!(doc.cancelled.len(), PAIRS as usize);
+    assert!(took < std::time::Duration::from_secs(20), "read in {took:?}");
+}

@@ -11,12 +11,16 @@
 //! a group is cancelled only when the text it deletes is, character for
 //! character, the text it inserts at the same place, by the same author.
 
+use std::collections::{HashMap, HashSet};
+
 use super::model::*;
 
-/// Cancels every no-op change of `doc`.
+/// Cancels every no-op change of `doc`. Linear in the document: one pass
+/// over each paragraph's spans, sets for the revisions involved.
 pub(crate) fn cancel(doc: &mut Document) {
-    let mut cancelled: Vec<usize> = Vec::new();
-    let mut texts: Vec<(usize, String)> = Vec::new();
+    // Each revision cancelled with text, and the text it deleted and
+    // inserted again.
+    let mut texts: HashMap<usize, String> = HashMap::new();
     let revisions = &doc.revisions;
     let mut text_groups = |blocks: &mut Vec<Block>| {
         visit_paragraphs_mut(blocks, &mut |p| cancel_text_groups(p, revisions, &mut texts));
@@ -25,16 +29,15 @@ pub(crate) fn cancel(doc: &mut Document) {
     for story in &mut doc.stories {
         text_groups(&mut story.blocks);
     }
-    cancelled.extend(texts.iter().map(|(rev, _)| *rev));
     // A formatting or property change whose before and after are equal.
-    let empty: Vec<usize> = doc
+    let empty: HashSet<usize> = doc
         .revisions
         .iter()
         .enumerate()
         .filter(|(_, r)| r.kind.is_format() && r.changed.is_empty())
         .map(|(i, _)| i)
         .collect();
-    if empty.is_empty() && cancelled.is_empty() {
+    if empty.is_empty() && texts.is_empty() {
         return;
     }
     let drop_format = |blocks: &mut Vec<Block>| {
@@ -44,7 +47,7 @@ pub(crate) fn cancel(doc: &mut Document) {
     for story in &mut doc.stories {
         drop_format(&mut story.blocks);
     }
-    cancelled.extend(empty.iter().copied());
+    let mut cancelled: Vec<usize> = texts.keys().chain(empty.iter()).copied().collect();
     cancelled.sort_unstable();
     cancelled.dedup();
     // Only revisions nothing refers to any more are removed.
@@ -66,7 +69,7 @@ pub(crate) fn cancel(doc: &mut Document) {
         cancelled.into_iter().filter(|&r| !used.get(r).copied().unwrap_or(true)).collect();
     for &rev in &gone {
         if let Some(r) = doc.revisions.get(rev) {
-            let text = texts.iter().find(|(t, _)| *t == rev).map(|(_, t)| t.clone());
+            let text = texts.get(&rev).cloned();
             // A pair is said once, by its deletion.
             if r.kind == RevisionKind::Insertion && text.is_some() {
                 continue;
@@ -81,11 +84,21 @@ pub(crate) fn cancel(doc: &mut Document) {
     remove(doc, &gone);
 }
 
-/// In one paragraph, each run of consecutive changed spans whose deleted
-/// text equals its inserted text becomes unchanged text; failing that, each
-/// deletion and insertion side by side of the same text does (a no-op pair
-/// beside a real change).
-fn cancel_text_groups(p: &mut Paragraph, revisions: &[Revision], out: &mut Vec<(usize, String)>) {
+/// What becomes of one span.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Kept,
+    /// Its change cancelled: it stays as unchanged text.
+    Unchanged,
+    /// Its deletion cancelled by the same text inserted: it goes.
+    Dropped,
+}
+
+/// In one paragraph, each run of one author's consecutive changed spans
+/// whose deleted text equals its inserted text becomes unchanged text;
+/// failing that, each deletion and insertion side by side of the same text
+/// does (a no-op pair beside a real change). One pass, then one rebuild.
+fn cancel_text_groups(p: &mut Paragraph, revisions: &[Revision], out: &mut HashMap<usize, String>) {
     let plain_kind = |r: Option<usize>| {
         let kind = r.and_then(|r| revisions.get(r)).map(|r| r.kind);
         matches!(kind, None | Some(RevisionKind::Insertion | RevisionKind::Deletion))
@@ -94,10 +107,26 @@ fn cancel_text_groups(p: &mut Paragraph, revisions: &[Revision], out: &mut Vec<(
         matches!(inline, Inline::Text(s) if (s.inserted.is_some() != s.deleted.is_some())
             && plain_kind(s.inserted) && plain_kind(s.deleted))
     };
+    // One author's changes: a deletion by one side and the same words
+    // inserted by the other is a negotiation (a deletion countered), not
+    // an edit that changes nothing.
     let author_of = |inline: &Inline| -> Option<String> {
         let Inline::Text(s) = inline else { return None };
         let author = revisions.get(s.inserted.or(s.deleted)?)?.author.as_deref()?;
         Some(author.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    let mut fates = vec![Fate::Kept; p.inlines.len()];
+    let mut cancel = |range: std::ops::Range<usize>, text: &str, fates: &mut Vec<Fate>| {
+        for k in range {
+            if let Some(Inline::Text(s)) = p.inlines.get(k) {
+                if let Some(rev) = s.inserted.or(s.deleted) {
+                    out.entry(rev).or_insert_with(|| text.to_string());
+                }
+                if let Some(f) = fates.get_mut(k) {
+                    *f = if s.deleted.is_some() { Fate::Dropped } else { Fate::Unchanged };
+                }
+            }
+        }
     };
     let mut i = 0;
     while i < p.inlines.len() {
@@ -105,31 +134,43 @@ fn cancel_text_groups(p: &mut Paragraph, revisions: &[Revision], out: &mut Vec<(
             i += 1;
             continue;
         }
-        // One author's changes: a deletion by one side and the same words
-        // inserted by the other is a negotiation (a deletion countered),
-        // not an edit that changes nothing.
         let start = i;
         let first = p.inlines.get(i).and_then(author_of);
         while p.inlines.get(i).is_some_and(|x| changed(x) && author_of(x) == first) {
             i += 1;
         }
-        let group = p.inlines.get(start..i).unwrap_or_default();
-        let (deleted, inserted) = sides(group);
+        let (deleted, inserted) = sides(p.inlines.get(start..i).unwrap_or_default());
         if !deleted.is_empty() && deleted == inserted {
-            i = start + unchange(p, start..i, &deleted, out);
+            cancel(start..i, &deleted, &mut fates);
             continue;
         }
-        // A pair side by side inside the group.
-        let pair = (start..i.saturating_sub(1)).find(|&j| {
+        let mut j = start;
+        while j + 1 < i {
             let (d, n) = sides(p.inlines.get(j..j + 2).unwrap_or_default());
-            !d.is_empty() && d == n
-        });
-        if let Some(j) = pair {
-            let (text, _) = sides(p.inlines.get(j..j + 2).unwrap_or_default());
-            unchange(p, j..j + 2, &text, out);
-            i = start;
+            if !d.is_empty() && d == n {
+                cancel(j..j + 2, &d, &mut fates);
+                j += 2;
+            } else {
+                j += 1;
+            }
         }
     }
+    if fates.iter().all(|f| *f == Fate::Kept) {
+        return;
+    }
+    let inlines = std::mem::take(&mut p.inlines);
+    p.inlines = inlines
+        .into_iter()
+        .zip(fates)
+        .filter_map(|(inline, fate)| match (inline, fate) {
+            (_, Fate::Dropped) => None,
+            (Inline::Text(mut s), Fate::Unchanged) => {
+                s.inserted = None;
+                Some(Inline::Text(s))
+            }
+            (inline, _) => Some(inline),
+        })
+        .collect();
 }
 
 /// The deleted and the inserted text of a group of changed spans.
@@ -141,33 +182,6 @@ fn sides(group: &[Inline]) -> (String, String) {
         }
     }
     (deleted, inserted)
-}
-
-/// Makes the spans of `range` unchanged text (the inserted ones kept, the
-/// deleted ones gone), noting their revisions; how many spans remain.
-fn unchange(
-    p: &mut Paragraph,
-    range: std::ops::Range<usize>,
-    text: &str,
-    out: &mut Vec<(usize, String)>,
-) -> usize {
-    let start = range.start;
-    let mut kept: Vec<Inline> = Vec::new();
-    for inline in p.inlines.drain(range) {
-        let Inline::Text(mut s) = inline else { continue };
-        if let Some(rev) = s.inserted.or(s.deleted)
-            && !out.iter().any(|(r, _)| *r == rev)
-        {
-            out.push((rev, text.to_string()));
-        }
-        if s.deleted.is_none() {
-            s.inserted = None;
-            kept.push(Inline::Text(s));
-        }
-    }
-    let n = kept.len();
-    p.inlines.splice(start..start, kept);
-    n
 }
 
 /// Every revision reference one model element holds.
@@ -189,7 +203,7 @@ impl Refs<'_> {
     }
 
     /// Removes references to the formatting revisions in `revs`.
-    fn drop_all(&mut self, revs: &[usize]) {
+    fn drop_all(&mut self, revs: &HashSet<usize>) {
         for o in &mut self.options {
             if o.is_some_and(|r| revs.contains(&r)) {
                 **o = None;
