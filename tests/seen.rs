@@ -819,3 +819,43 @@ fn cancelling_many_no_op_pairs_in_one_paragraph_is_linear() {
     assert_eq!(doc.cancelled.len(), PAIRS as usize);
     assert!(took < std::time::Duration::from_secs(20), "read in {took:?}");
 }
+
+#[test]
+fn whole_paragraphs_changed_with_tracking_and_tracked_splits_are_not_untracked() {
+    let other_side = || {
+        format!(
+            r#"<w:p><w:pPr><w:rPr><w:ins w:id="9" w:author="Customer Counsel" w:date="2025-01-01T00:00:00Z"/></w:rPr></w:pPr>{}</w:p>"#,
+            ins(8, "Customer Counsel", "A clause the other side added.")
+        )
+    };
+    let input =
+        Docx::body(&format!("{}{}{}", p("Clause one stays."), other_side(), p("Clause three.")))
+            .load();
+    // The other side's inserted paragraph kept as it was (tracked), and the
+    // agent's own tracked split of clause one.
+    let split = format!(
+        r#"<w:p><w:pPr><w:rPr><w:ins w:id="20" w:author="{AGENT}" w:date="2025-01-01T00:00:00Z"/></w:rPr></w:pPr>{}</w:p>"#,
+        run("Clause one")
+    );
+    let output =
+        Docx::body(&[split, p(" stays."), other_side(), p("Clause three.")].concat()).load();
+    let on = On { input: Some(&input), author: AGENT, ..On::default() };
+    let (v, why) = verdict(&untracked_check(0), &output, &on);
+    assert_eq!(v, Pass, "{why}\n{}", redjury::render_view_against(&output, "t", &input, AGENT));
+}
+
+#[test]
+fn an_import_named_many_times_is_read_once() {
+    let body = format!(
+        r#"{}{}{}"#,
+        p("Before."),
+        r#"<w:altChunk r:id="rChunk"/>"#.repeat(50),
+        p("After.")
+    );
+    let bytes = with_alt_chunk("txt", b"Imported once.");
+    let many = rewrite_member(&bytes, "word/document.xml", |xml| {
+        xml.replace(r#"<w:altChunk r:id="rChunk"/>"#, &body)
+    });
+    let doc = redjury::docx::from_bytes(many, Default::default()).unwrap();
+    assert_eq!(annotated(&doc, "c.docx").matches("Imported once.").count(), 1);
+}

@@ -105,16 +105,23 @@ pub(super) fn without_password(url: &str) -> String {
         Some((r, q)) => (r, Some(q)),
         None => (rest, None),
     };
-    let (authority, tail) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    let authority = match authority.rsplit_once('@') {
-        Some((user, host)) if user.contains(':') => {
-            let name = user.split(':').next().unwrap_or("");
-            format!("{name}:***@{host}")
+    // The user part ends at the last '@': a password may hold '/' or '@'.
+    let (authority, tail) = match rest.rsplit_once('@') {
+        Some((user, host)) => {
+            let (host, tail) = match host.find('/') {
+                Some(i) => host.split_at(i),
+                None => (host, ""),
+            };
+            let shown = match user.split_once(':') {
+                Some((name, _)) => format!("{name}:***@{host}"),
+                None => format!("{user}@{host}"),
+            };
+            (shown, tail)
         }
-        _ => authority.to_string(),
+        None => match rest.find('/') {
+            Some(i) => (rest[..i].to_string(), &rest[i..]),
+            None => (rest.to_string(), ""),
+        },
     };
     let query = query.map(|q| {
         let pairs: Vec<String> = q
@@ -851,5 +858,7 @@ mod tests {
             "postgres://u:***@h:5/db?sslmode=require&PASSWORD=***&a=b"
         );
         assert_eq!(without_password("postgres://h?password=x"), "postgres://h?password=***");
+        assert_eq!(without_password("postgres://ci:ab/cd@h/db"), "postgres://ci:***@h/db");
+        assert_eq!(without_password("postgres://ci:a@b@h:1/db"), "postgres://ci:***@h:1/db");
     }
 }

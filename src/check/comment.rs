@@ -16,6 +16,14 @@ pub(crate) fn shown(c: &Comment) -> bool {
     c.anchored && !as_read(&c.text).trim().is_empty()
 }
 
+/// The text a check asks for, read the same way as the comment's.
+fn wanted(t: &str, characters: Characters) -> String {
+    match characters {
+        Characters::AsRead => as_read(t),
+        Characters::Stored => t.to_string(),
+    }
+}
+
 /// A comment's text in the form the check compares.
 fn text_of(c: &Comment, characters: Characters) -> String {
     match characters {
@@ -45,13 +53,15 @@ pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentS
         .filter(|c| by(spec.author.as_deref(), c.author.as_deref()) && in_section(&c.id))
         .filter(|c| {
             spec.contains.as_deref().is_none_or(|t| {
-                text_of(c, spec.characters).to_lowercase().contains(&t.to_lowercase())
+                let want = wanted(t, spec.characters).to_lowercase();
+                text_of(c, spec.characters).to_lowercase().contains(&want)
             })
         })
         .filter(|c| {
-            spec.equals
-                .as_deref()
-                .is_none_or(|t| normalise_ws(&text_of(c, spec.characters)) == normalise_ws(t))
+            spec.equals.as_deref().is_none_or(|t| {
+                normalise_ws(&text_of(c, spec.characters))
+                    == normalise_ws(&wanted(t, spec.characters))
+            })
         })
         .filter(|c| spec.reply.is_none_or(|r| c.parent.is_some() == r))
         .filter(|c| spec.resolved.is_none_or(|r| c.resolved == r))

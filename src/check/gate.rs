@@ -87,7 +87,9 @@ pub fn check_workbook(
         Ok(b) => b,
         Err(e) => return GateResult::failed(e.to_string()),
     };
-    let filled: usize = book.sheets.iter().map(|s| s.cells.len()).sum();
+    // A person sees no hidden sheet: cells filled only there fill nothing.
+    let seen = book.as_seen(crate::xlsx::KeepHidden::No, crate::xlsx::ShownValues::Stored);
+    let filled: usize = seen.sheets.iter().map(|s| s.cells.len()).sum();
     if filled == 0 {
         return GateResult::failed("the spreadsheet has no filled cell");
     }
@@ -190,11 +192,39 @@ fn new_formatting(doc: &Document, old: &crate::docx::CarriedOver, key: &str) -> 
 /// Whether a reader sees the same text in both documents with every change
 /// accepted: hidden text left out, characters as read, whitespace collapsed.
 fn reads_the_same(doc: &Document, input: &Document) -> bool {
-    let seen = |d: &Document| {
-        let text = crate::view::plain::render(&d.as_seen(), crate::docx::State::Accepted);
-        normalise_ws(&crate::view::characters::as_read(&text))
+    seen_lines(doc) == seen_lines(input)
+}
+
+/// What a reader sees of a document with every change accepted, line by
+/// line: the body's paragraphs (a split or a merge changes the lines),
+/// then every header, footer, note and text box, with each picture's
+/// alternative text where it stands; hidden text left out, as read.
+fn seen_lines(d: &Document) -> Vec<String> {
+    use crate::docx::{Inline, State, visit_paragraphs};
+    let seen = d.as_seen();
+    let read = |s: &str| normalise_ws(&crate::view::characters::as_read(s));
+    let mut lines: Vec<String> =
+        crate::view::plain::lines(&seen, State::Accepted).iter().map(|l| read(l)).collect();
+    let mut visit = |p: &crate::docx::Paragraph| {
+        let mut line = read(&crate::view::plain::paragraph_text(p, State::Accepted));
+        for inline in &p.inlines {
+            if let Inline::Picture { alt, deleted: None, .. } = inline {
+                line.push_str(&format!(" [picture: {alt}]"));
+            }
+        }
+        lines.push(line);
     };
-    seen(doc) == seen(input)
+    visit_paragraphs(&seen.body, &mut |p| {
+        if p.inlines.iter().any(|i| matches!(i, Inline::Picture { .. })) {
+            visit(p);
+        }
+    });
+    for story in &seen.stories {
+        visit_paragraphs(&story.blocks, &mut visit);
+    }
+    // A paragraph with nothing to read is no difference.
+    lines.retain(|l| !l.is_empty());
+    lines
 }
 
 /// Applies the gate to a load result.

@@ -41,11 +41,19 @@ pub(super) fn evaluate(
             }
             _ => story_text(doc, *name, p.target, p.author.as_deref()),
         };
-        let text = match p.characters {
-            Characters::AsRead => as_read(&text),
-            Characters::Stored => text,
-        };
-        hays.push((*name, normalise_ws(&text)));
+        // As read, and as stored too: a rubric's pattern written with a
+        // character the reading folds (`m²`, a Cyrillic word) still
+        // matches the text that holds it.
+        if p.characters == Characters::AsRead {
+            let read = normalise_ws(&as_read(&text));
+            let stored = normalise_ws(&text);
+            if read != stored {
+                hays.push((*name, stored));
+            }
+            hays.push((*name, read));
+        } else {
+            hays.push((*name, normalise_ws(&text)));
+        }
     }
     let found = check.regex.as_ref().and_then(|r| {
         hays.iter().find_map(|(name, hay)| r.find(hay).map(|m| (*name, hay.as_str(), m)))

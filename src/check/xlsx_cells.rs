@@ -167,15 +167,17 @@ pub(super) fn evaluate_seen(book: &Workbook, spec: &XlsxSpec) -> Outcome {
             ),
         );
     }
-    evaluate(&book.as_seen(keep, values), spec)
-}
-
-fn evaluate(book: &Workbook, spec: &XlsxSpec) -> Outcome {
+    // The template is the file's structure (a hidden sheet of lists
+    // included), checked as stored.
     if let Some(t) = &spec.template
         && let Err(why) = template(book, spec.sheet.as_deref(), t)
     {
         return verdict(false, why);
     }
+    evaluate(&book.as_seen(keep, values), spec)
+}
+
+fn evaluate(book: &Workbook, spec: &XlsxSpec) -> Outcome {
     let sheet = match sheet(book, spec.sheet.as_deref()) {
         Ok(s) => s,
         Err(why) => return verdict(false, why),

@@ -37,7 +37,11 @@ pub(crate) fn as_read(s: &str) -> String {
     if s.is_ascii() {
         return s.to_string();
     }
-    let ordered = if s.chars().any(|c| CodePointSetData::new::<BidiControl>().contains(c)) {
+    // Only explicit embeddings, overrides and isolates reorder what a
+    // reader sees of left-to-right text; the marks (LRM, RLM, ALM) that
+    // Hebrew and Arabic text carry do not.
+    let reorders = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    let ordered = if s.chars().any(reorders) {
         s.split('\n').map(visual_line).collect::<Vec<_>>().join("\n")
     } else {
         s.to_string()
@@ -126,6 +130,12 @@ mod tests {
     fn bidi_overrides_read_in_the_order_shown() {
         assert_eq!(as_read("\u{202E}detimilnu\u{202C} liability"), "unlimited liability");
         assert_eq!(as_read("a \u{2067}\u{202E}xc\u{202C}\u{2069} b\nnext"), "a cx b\nnext");
+    }
+
+    #[test]
+    fn bidi_marks_alone_do_not_reorder() {
+        // Hebrew text carries RLM marks: dropped, the order kept.
+        assert_eq!(as_read("abc \u{200F}def"), "abc def");
     }
 
     #[test]

@@ -35,8 +35,8 @@ pub(crate) enum Edit {
 #[derive(Debug, Default)]
 pub(crate) struct Untracked {
     /// Edits inside an output paragraph (including a paragraph the input
-    /// does not hold at all: one insertion of its text).
-    pub within: Vec<(usize, Edit)>,
+    /// does not hold at all: one insertion of its text), by paragraph.
+    pub within: std::collections::BTreeMap<usize, Vec<Edit>>,
     /// Input paragraphs the output lost whole, each placed after the
     /// output paragraph it followed (`None`: before the first).
     pub lost: Vec<(Option<usize>, String)>,
@@ -45,15 +45,20 @@ pub(crate) struct Untracked {
 impl Untracked {
     /// How many edits: stretches inserted or deleted, and paragraphs lost.
     pub(crate) fn count(&self) -> usize {
-        self.within.len() + self.lost.len()
+        self.within.values().map(Vec::len).sum::<usize>() + self.lost.len()
+    }
+
+    fn push(&mut self, paragraph: usize, edit: Edit) {
+        self.within.entry(paragraph).or_default().push(edit);
     }
 
     /// Each edit, in a reader's words, in document order.
     pub(crate) fn describe(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .within
-            .iter()
-            .map(|(_, e)| match e {
+            .values()
+            .flatten()
+            .map(|e| match e {
                 Edit::Inserted(t) => format!("inserted \"{t}\""),
                 Edit::Deleted(t) => format!("deleted \"{t}\""),
             })
@@ -64,7 +69,7 @@ impl Untracked {
 
     /// The edits within output paragraph `i`.
     pub(crate) fn of(&self, i: usize) -> impl Iterator<Item = &Edit> {
-        self.within.iter().filter(move |(p, _)| *p == i).map(|(_, e)| e)
+        self.within.get(&i).into_iter().flatten()
     }
 }
 
@@ -83,22 +88,44 @@ pub(crate) fn seen_compare(output: &Document, input: &Document) -> Untracked {
 
 /// Compares `output` with `input`.
 pub(crate) fn compare(output: &Document, input: &Document) -> Untracked {
+    // A paragraph whose mark was inserted (a tracked split) is one with
+    // the next in the rejected state: the units compared are the
+    // rejected state's paragraphs, each named by its first paragraph.
     let mut outs: Vec<(usize, Vec<String>)> = Vec::new();
-    let mut index = 0;
+    let (mut index, mut pending): (usize, Option<(usize, Vec<String>)>) = (0, None);
     visit_paragraphs(&output.body, &mut |p| {
-        let w = words(p, State::Rejected);
-        if !w.is_empty() {
-            outs.push((index, w));
+        let (_, w) = pending.get_or_insert_with(|| (index, Vec::new()));
+        w.extend(words(p, State::Rejected));
+        if p.mark_inserted.is_none()
+            && let Some((at, w)) = pending.take()
+            && !w.is_empty()
+        {
+            outs.push((at, w));
         }
         index += 1;
     });
+    outs.extend(pending.filter(|(_, w)| !w.is_empty()));
     let mut ins: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    let mut open: Option<(Vec<String>, Vec<String>)> = None;
     visit_paragraphs(&input.body, &mut |p| {
-        let (r, a) = (words(p, State::Rejected), words(p, State::Accepted));
-        if !r.is_empty() || !a.is_empty() {
+        let (r, a) = open.get_or_insert_with(Default::default);
+        r.extend(words(p, State::Rejected));
+        a.extend(words(p, State::Accepted));
+        if p.mark_inserted.is_none()
+            && let Some((r, a)) = open.take()
+            && (!r.is_empty() || !a.is_empty())
+        {
             ins.push((r, a));
         }
     });
+    ins.extend(open.filter(|(r, a)| !r.is_empty() || !a.is_empty()));
+    // Only a paragraph both states of the input hold can be lost: one the
+    // other side inserted or deleted whole is settled by its absence.
+    let lose = |found: &mut Untracked, at: Option<usize>, p: &(Vec<String>, Vec<String>)| {
+        if !p.0.is_empty() && !p.1.is_empty() {
+            found.lost.push((at, p.0.join(" ")));
+        }
+    };
     let same = |o: &[String], i: &(Vec<String>, Vec<String>)| o == i.0 || o == i.1;
     let mut found = Untracked::default();
     let (mut i, mut j) = (0, 0);
@@ -142,19 +169,19 @@ pub(crate) fn compare(output: &Document, input: &Document) -> Untracked {
                 match (lost, added) {
                     (Some(k), a) if a.is_none_or(|a| k <= a) => {
                         for p in ins.get(i..i + k).unwrap_or_default() {
-                            found.lost.push((last_out, p.0.join(" ")));
+                            lose(&mut found, last_out, p);
                         }
                         i += k;
                     }
                     (_, Some(k)) => {
                         for (q, o) in outs.get(j..j + k).unwrap_or_default() {
-                            found.within.push((*q, Edit::Inserted(o.join(" "))));
+                            found.push(*q, Edit::Inserted(o.join(" ")));
                         }
                         j += k;
                     }
                     _ => {
                         for e in edits(o, p) {
-                            found.within.push((*q, e));
+                            found.push(*q, e);
                         }
                         last_out = Some(*q);
                         i += 1;
@@ -163,11 +190,11 @@ pub(crate) fn compare(output: &Document, input: &Document) -> Untracked {
                 }
             }
             (Some(p), None) => {
-                found.lost.push((last_out, p.0.join(" ")));
+                lose(&mut found, last_out, p);
                 i += 1;
             }
             (None, Some((q, o))) => {
-                found.within.push((*q, Edit::Inserted(o.join(" "))));
+                found.push(*q, Edit::Inserted(o.join(" ")));
                 j += 1;
             }
             (None, None) => break,

@@ -130,16 +130,26 @@ pub fn held_by_input(output: &Document, input: &Document) -> Vec<bool> {
         format!("{:?}\u{1f}{}", r.kind, author_key(r.author.as_deref()))
     };
     let mut held: HashMap<String, Vec<String>> = HashMap::new();
+    let mut exact: std::collections::HashSet<String> = std::collections::HashSet::new();
     for (r, t) in input.revisions.iter().zip(revision_texts(input)) {
-        held.entry(key(r)).or_default().push(squeeze(&t));
+        let t = squeeze(&t);
+        exact.insert(format!("{}\u{1f}{t}", key(r)));
+        held.entry(key(r)).or_default().push(t);
     }
+    // Containment is looked for among at most this many of the author's
+    // changes of one kind (beyond, only an exact match holds): the cost
+    // stays linear in the documents.
+    const SCAN: usize = 256;
     output
         .revisions
         .iter()
         .zip(revision_texts(output))
         .map(|(r, t)| {
             let t = squeeze(&t);
-            held.get(&key(r)).is_some_and(|texts| texts.iter().any(|h| h.contains(&t)))
+            exact.contains(&format!("{}\u{1f}{t}", key(r)))
+                || held.get(&key(r)).is_some_and(|texts| {
+                    texts.len() <= SCAN && texts.iter().any(|h| h.contains(&t))
+                })
         })
         .collect()
 }

@@ -210,7 +210,17 @@ fn read_alt_chunks(
     limits: Limits,
 ) -> Result<HashMap<String, Vec<Block>>, DocxError> {
     let mut out = HashMap::new();
-    for rel in rels.iter().filter(|r| r.kind == "aFChunk") {
+    let chunks: Vec<&Relationship> = rels.iter().filter(|r| r.kind == "aFChunk").collect();
+    if chunks.len() > MAX_ALT_CHUNKS {
+        return Err(DocxError::UnreadableAltChunk {
+            part: format!("{} parts", chunks.len()),
+            kind: format!("more than {MAX_ALT_CHUNKS} imports"),
+        });
+    }
+    // The embedded documents share one budget: the package's own.
+    let limits =
+        Limits { max_total_bytes: limits.max_total_bytes / (chunks.len() as u64 + 1), ..limits };
+    for rel in chunks {
         let Some(part) = rel.target.clone() else { continue };
         let ext = part.rsplit('.').next().unwrap_or_default().to_ascii_lowercase();
         let blocks = match ext.as_str() {
@@ -251,6 +261,9 @@ fn read_alt_chunks(
     }
     Ok(out)
 }
+
+/// How many documents one document may import with `w:altChunk`.
+const MAX_ALT_CHUNKS: usize = 32;
 
 /// A paragraph of plain text, with no revision.
 fn plain_paragraph(text: &str) -> Paragraph {

@@ -158,7 +158,11 @@ fn label(name: &str) -> &str {
         "lnNumType" => "line numbering",
         "pgBorders" => "page borders",
         "footnotePr" | "endnotePr" => "note numbering",
-        "formProt" | "bidi" | "rtlGutter" | "paperSrc" | "printerSettings" => "",
+        // What a reader sees: named, so a change of it is never a no-op.
+        "bidi" => "right-to-left",
+        "rtlGutter" => "gutter side",
+        // What no reader sees: a change of only these changes nothing.
+        "formProt" | "paperSrc" | "printerSettings" => "",
         "cnfStyle"
         | "tblStyleRowBandSize"
         | "tblStyleColBandSize"

@@ -27,7 +27,7 @@ pub(crate) struct Ctx {
     /// What decides whether a person sees a run (styles, page colour).
     pub styles: StyleSheet,
     /// Relationship ids of the headers and footers some section shows.
-    pub shown_parts: Vec<String>,
+    pub shown_parts: std::collections::HashSet<String>,
     /// What each `w:altChunk` imports, by relationship id (the main part's).
     pub alt_chunks: HashMap<String, Vec<Block>>,
     move_pairs: HashMap<String, u32>,
@@ -159,8 +159,13 @@ struct Parser<'c, 'x> {
     run_format: Option<usize>,
     /// The current run's own formatting that decides whether it is seen.
     run_look: Look,
+    /// Whether the run's properties hold an element of another vocabulary
+    /// (w14 text effects), which the formatting diff does not compare.
+    rpr_foreign: bool,
     /// Whether the drawing being read has no width or no height.
     zero_extent: bool,
+    /// Per open text box: whether its drawing had no width or height.
+    box_zero: Vec<bool>,
     /// Per open table: whether a table style colours it (its cells'
     /// backgrounds are then not known here).
     tables_styled: Vec<bool>,
@@ -213,7 +218,9 @@ pub(crate) fn parse_blocks(
         alternates: Vec::new(),
         run_format: None,
         run_look: Look::default(),
+        rpr_foreign: false,
         zero_extent: false,
+        box_zero: Vec::new(),
         tables_styled: Vec::new(),
         cell_fills: Vec::new(),
         drawing: None,
@@ -314,6 +321,9 @@ impl<'c, 'x> Parser<'c, 'x> {
                 Ok(())
             }
             _ => {
+                if self.path.contains(&El::RPr) {
+                    self.rpr_foreign = true;
+                }
                 if let Some(d) = self.drawing.as_mut() {
                     match name {
                         // DrawingML's `wp:docPr`, VML's `v:shape`: alternative text.
@@ -397,13 +407,16 @@ impl<'c, 'x> Parser<'c, 'x> {
             "altChunk" => {
                 // Word shows the imported content in its place.
                 let id = attr(e, "id").unwrap_or_default();
-                let blocks = self.ctx.alt_chunks.get(&id).cloned().unwrap_or_default();
+                // Each import is placed once: a part named by many
+                // altChunks would otherwise multiply its content.
+                let blocks = self.ctx.alt_chunks.remove(&id).unwrap_or_default();
                 if let Some(into) = self.blocks_mut() {
                     into.extend(blocks);
                 }
                 self.skip_if_open(tag)?;
             }
             "drawing" | "pict" if tag == Tag::Open => {
+                self.zero_extent = false;
                 self.drawing = Some(DrawingSeen::default());
                 self.push(tag, El::Drawing);
             }
@@ -411,6 +424,7 @@ impl<'c, 'x> Parser<'c, 'x> {
                 if let Some(d) = self.drawing.as_mut() {
                     d.text_box = true;
                 }
+                self.box_zero.push(self.zero_extent);
                 self.open_frame(Frame::TextBox(Vec::new()), El::TxbxContent, tag)
             }
             "trPr" | "tblPrEx" if parent == El::Tr => {
@@ -474,6 +488,7 @@ impl<'c, 'x> Parser<'c, 'x> {
     fn start_run(&mut self, tag: Tag) {
         self.run_format = None;
         self.run_look = Look::default();
+        self.rpr_foreign = false;
         self.rpr_now.clear();
         self.rpr_old.clear();
         self.custom_note_mark = false;
@@ -793,7 +808,7 @@ impl<'c, 'x> Parser<'c, 'x> {
             if matches!(child.name.as_str(), "headerReference" | "footerReference")
                 && let Some(id) = child.attr("id")
             {
-                self.ctx.shown_parts.push(id.to_string());
+                self.ctx.shown_parts.insert(id.to_string());
             }
         }
         let Some(rev) = self.property_change(el, "sectPrChange", RevisionKind::SectionFormat)
@@ -962,6 +977,11 @@ impl<'c, 'x> Parser<'c, 'x> {
                     && let Some(r) = self.ctx.revisions.get_mut(rev)
                 {
                     r.changed = diff_properties(&self.rpr_now, &self.rpr_old);
+                    // Text effects (w14) are not compared: such a change
+                    // is never taken for a no-op.
+                    if r.changed.is_empty() && self.rpr_foreign {
+                        r.changed.push("text effects".into());
+                    }
                 }
             }
             _ => {}
@@ -1113,9 +1133,12 @@ impl<'c, 'x> Parser<'c, 'x> {
         // What the text is drawn on: the paragraph's shading, else its
         // cell's; in a table a style colours, not known here.
         let cell = self.cell_fills.last().cloned().flatten();
+        let in_box = self.path.contains(&El::TxbxContent);
         let surface = match (shading.or(cell), self.tables_styled.last()) {
             (Some(fill), _) => Surface::Shaded(fill),
+            // A table style, or a shape's fill, may colour what lies beneath.
             (None, Some(true)) => Surface::Unknown,
+            (None, _) if in_box => Surface::Unknown,
             (None, _) => Surface::Page,
         };
         self.ctx.styles.hidden(&self.run_look, style.as_deref(), &surface)
@@ -1156,6 +1179,11 @@ impl<'c, 'x> Parser<'c, 'x> {
             && r.changed.is_empty()
         {
             r.changed = diff_properties(&b.ppr_now, &b.ppr_old);
+            // Tab stops and borders are read by name only: equal lists do
+            // not prove equal properties, so the change is never a no-op.
+            if r.changed.is_empty() {
+                r.changed.push("paragraph properties".into());
+            }
         }
         b.p.props_before = b.props_before.take();
         let mut p = b.p;
@@ -1190,7 +1218,8 @@ impl<'c, 'x> Parser<'c, 'x> {
                 }
             }
             Frame::TextBox(blocks) => {
-                let hidden = self.zero_extent.then_some(super::model::Hidden::ZeroSize);
+                let zero = self.box_zero.pop().unwrap_or(false);
+                let hidden = zero.then_some(super::model::Hidden::ZeroSize);
                 self.ctx.stories.push(Story {
                     hidden,
                     kind: StoryKind::TextBox,
@@ -1254,7 +1283,9 @@ fn property_name(key: &str) -> &str {
         "tabs" => "tab stops",
         "outlineLvl" => "outline level",
         // Complex-script twins of properties above: noise for a reader.
-        "bCs" | "iCs" | "szCs" | "lang" | "rtl" | "cs" | "kern" | "w" => "",
+        "w" => "character scale",
+        "rtl" => "right-to-left",
+        "bCs" | "iCs" | "szCs" | "lang" | "cs" | "kern" => "",
         other => other,
     }
 }

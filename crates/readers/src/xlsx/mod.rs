@@ -631,6 +631,11 @@ fn literal_shown(code: &str, n: f64) -> Option<String> {
             c => shown.push(c),
         }
     }
+    // An accounting format writes zero as a dash: the number, as a reader
+    // reads it.
+    if n == 0.0 && matches!(shown.trim(), "-" | "\u{2013}" | "\u{2014}") {
+        return None;
+    }
     Some(shown)
 }
 
