@@ -859,3 +859,23 @@ fn an_import_named_many_times_is_read_once() {
     let doc = redjury::docx::from_bytes(many, Default::default()).unwrap();
     assert_eq!(annotated(&doc, "c.docx").matches("Imported once.").count(), 1);
 }
+
+#[test]
+fn white_text_on_a_shaded_paragraph_style_or_a_solid_pattern_is_seen() {
+    let styles = format!(
+        r#"{STYLES}<w:style w:type="paragraph" w:styleId="Banner"><w:name w:val="Banner"/><w:pPr><w:shd w:val="clear" w:color="auto" w:fill="1F3864"/></w:pPr><w:rPr><w:color w:val="FFFFFF"/></w:rPr></w:style>"#
+    );
+    let body = format!(
+        r#"<w:p><w:pPr><w:pStyle w:val="Banner"/></w:pPr>{}</w:p>{}"#,
+        ins(1, AGENT, "Banner text"),
+        para(&ins_styled(
+            2,
+            AGENT,
+            r#"<w:color w:val="FFFFFF"/><w:shd w:val="solid" w:color="000000" w:fill="FFFFFF"/>"#,
+            "Solid pattern"
+        ))
+    );
+    let view = annotated(&Docx { body, styles: Some(styles), ..Docx::default() }.load(), "s.docx");
+    assert!(view.contains("++Banner text++"), "{view}");
+    assert!(view.contains("++Solid pattern++"), "{view}");
+}

@@ -370,7 +370,7 @@ impl<'c, 'x> Parser<'c, 'x> {
             && !in_change
             && let Some(b) = self.para_mut()
         {
-            b.shading = attr(e, "fill").map(|f| f.trim().to_ascii_uppercase());
+            b.shading = super::visibility::shading_fill(e);
         }
         match name {
             "p" => self.start_paragraph(e, parent, tag),

@@ -36,6 +36,9 @@ pub(crate) struct Look {
     pub shading: Option<String>,
     /// `w:rStyle`: the run's character style (direct formatting only).
     pub style: Option<String>,
+    /// A paragraph style's own shading (`w:pPr/w:shd`): what its text is
+    /// drawn on.
+    pub paragraph_shading: Option<String>,
 }
 
 impl Look {
@@ -46,7 +49,7 @@ impl Look {
             "sz" => self.half_points = attr(e, "val").and_then(|v| v.trim().parse().ok()),
             "color" => self.color = attr(e, "val").map(|v| colour(&v)),
             "highlight" => self.highlight = attr(e, "val").map(|v| highlight(&v)),
-            "shd" => self.shading = attr(e, "fill").map(|v| colour(&v)),
+            "shd" => self.shading = shading_fill(e),
             "rStyle" => self.style = attr(e, "val"),
             _ => {}
         }
@@ -61,8 +64,20 @@ impl Look {
             highlight: self.highlight.clone().or_else(|| under.highlight.clone()),
             shading: self.shading.clone().or_else(|| under.shading.clone()),
             style: self.style.clone().or_else(|| under.style.clone()),
+            paragraph_shading: self
+                .paragraph_shading
+                .clone()
+                .or_else(|| under.paragraph_shading.clone()),
         }
     }
+}
+
+/// The colour a `w:shd` fills with: its pattern colour when the pattern is
+/// solid (`w:val="solid"`), else its fill.
+pub(crate) fn shading_fill(e: &BytesStart<'_>) -> Option<String> {
+    let solid = attr(e, "val").is_some_and(|v| v.trim() == "solid");
+    let pick = if solid { attr(e, "color") } else { attr(e, "fill") };
+    pick.map(|v| colour(&v))
 }
 
 fn colour(v: &str) -> String {
@@ -121,6 +136,8 @@ impl StyleSheet {
         let mut current: Option<(String, Style)> = None;
         // Depth of the `w:rPr` being read and whether it is the defaults'.
         let mut rpr: Option<(usize, bool)> = None;
+        // Depth of a style's `w:pPr` being read.
+        let mut ppr: Option<usize> = None;
         let mut in_defaults = false;
         loop {
             let event = r.next()?;
@@ -148,6 +165,12 @@ impl StyleSheet {
                         }
                     }
                     "rPr" if open => rpr = Some((r.depth(), in_defaults)),
+                    "pPr" if open && current.is_some() && !in_defaults => ppr = Some(r.depth()),
+                    "shd" if ppr.is_some() && rpr.is_none() => {
+                        if let Some((_, s)) = current.as_mut() {
+                            s.look.paragraph_shading = shading_fill(&e);
+                        }
+                    }
                     _ if rpr.is_some() => match rpr {
                         Some((_, true)) => sheet.defaults.record(&e),
                         _ => {
@@ -159,6 +182,7 @@ impl StyleSheet {
                     _ => {}
                 },
                 Ev::End if rpr.is_some_and(|(d, _)| r.depth() < d) => rpr = None,
+                Ev::End if ppr.is_some_and(|d| r.depth() < d) => ppr = None,
                 Ev::Eof => break,
                 _ => {}
             }
@@ -223,7 +247,8 @@ impl StyleSheet {
         let fill = |c: &Option<String>| c.clone().filter(|c| c != "AUTO" && c != "NONE");
         let under = match surface {
             Surface::Shaded(fill) => Some(fill.clone()).filter(|c| c != "AUTO"),
-            Surface::Page => None,
+            // The paragraph style's shading, if it has one.
+            Surface::Page => look.paragraph_shading.clone().filter(|c| c != "AUTO"),
             // A table style may shade the cell: the run's own highlight or
             // shading is all that is known.
             Surface::Unknown => {
