@@ -360,6 +360,30 @@ fn libreoffice_shows_what_the_view_shows() {
     let alt_pdf = printed("alt");
     assert!(alt_pdf.contains("FALLBACK TEXT") && !alt_pdf.contains("CHOICE TEXT"), "{alt_pdf}");
     assert!(alt_pdf.contains("KNOWN CHOICE") && !alt_pdf.contains("UNUSED FALLBACK"), "{alt_pdf}");
+    // redjury reads each file as LibreOffice printed it: what is printed
+    // reaches the judges as ordinary text, what is not does not.
+    let ordinary = |view: &str, phrase: &str| {
+        view.contains(phrase) && !view.contains(&format!("{{hidden, formatted hidden: {phrase}"))
+    };
+    let views = [
+        (
+            "hidden",
+            &hidden_pdf,
+            annotated(&hidden.load(), "hidden.docx"),
+            &["capped", "shown in reverse", "unlimited one", "unlimited two"][..],
+        ),
+        (
+            "alt",
+            &alt_pdf,
+            annotated(&alt.load(), "alt.docx"),
+            &["FALLBACK TEXT", "CHOICE TEXT", "KNOWN CHOICE", "UNUSED FALLBACK"][..],
+        ),
+    ];
+    for (name, pdf, view, phrases) in views {
+        for phrase in phrases {
+            assert_eq!(ordinary(&view, phrase), pdf.contains(phrase), "{name}: {phrase:?}\n{view}");
+        }
+    }
     assert!(!printed("unnamed").contains("UNNAMED HEADER"));
 }
 

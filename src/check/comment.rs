@@ -3,7 +3,7 @@
 //! reply by an author and exactly the named threads are marked done.
 
 use super::revisions::bounds;
-use super::text::normalise_ws;
+use super::text::{in_form, normalise_ws};
 use super::{Facts, Outcome, by, verdict};
 use crate::docx::Comment;
 use crate::task::check_spec::{Characters, CommentSpec, PreparedCheck};
@@ -14,22 +14,6 @@ use crate::view::characters::as_read;
 /// comment or reply that is not shown counts for no check and no gate.
 pub(crate) fn shown(c: &Comment) -> bool {
     c.anchored && !as_read(&c.text).trim().is_empty()
-}
-
-/// The text a check asks for, read the same way as the comment's.
-fn wanted(t: &str, characters: Characters) -> String {
-    match characters {
-        Characters::AsRead => as_read(t),
-        Characters::Stored => t.to_string(),
-    }
-}
-
-/// A comment's text in the form the check compares.
-fn text_of(c: &Comment, characters: Characters) -> String {
-    match characters {
-        Characters::AsRead => as_read(&c.text),
-        Characters::Stored => c.text.clone(),
-    }
 }
 
 pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentSpec) -> Outcome {
@@ -53,14 +37,14 @@ pub(super) fn evaluate(facts: &Facts<'_>, check: &PreparedCheck, spec: &CommentS
         .filter(|c| by(spec.author.as_deref(), c.author.as_deref()) && in_section(&c.id))
         .filter(|c| {
             spec.contains.as_deref().is_none_or(|t| {
-                let want = wanted(t, spec.characters).to_lowercase();
-                text_of(c, spec.characters).to_lowercase().contains(&want)
+                let want = in_form(t, spec.characters).to_lowercase();
+                in_form(&c.text, spec.characters).to_lowercase().contains(&want)
             })
         })
         .filter(|c| {
             spec.equals.as_deref().is_none_or(|t| {
-                normalise_ws(&text_of(c, spec.characters))
-                    == normalise_ws(&wanted(t, spec.characters))
+                normalise_ws(&in_form(&c.text, spec.characters))
+                    == normalise_ws(&in_form(t, spec.characters))
             })
         })
         .filter(|c| spec.reply.is_none_or(|r| c.parent.is_some() == r))
@@ -108,11 +92,7 @@ impl Thread<'_> {
     /// What a regex names a thread by: its first comment's text and the
     /// text it is anchored to.
     fn text(&self, characters: Characters) -> String {
-        let text = format!("{} {}", self.root.text, self.root.anchor);
-        match characters {
-            Characters::AsRead => as_read(&text),
-            Characters::Stored => text,
-        }
+        in_form(&format!("{} {}", self.root.text, self.root.anchor), characters)
     }
 }
 

@@ -80,14 +80,10 @@ pub(crate) fn evaluate_all(
         .any(|c| matches!(c.spec, CheckSpec::Scope { .. } | CheckSpec::UntrackedChanges { .. }));
     // Checks read what a person sees: text no one can see neither
     // satisfies nor breaks them (a parameter asks for it).
-    let seen = doc.has_hidden().then(|| doc.as_seen());
-    let seen_doc = seen.as_ref().unwrap_or(doc);
-    let input_seen = input.filter(|_| needs_input).map(|i| i.has_hidden().then(|| i.as_seen()));
-    let input_doc = match (&input_seen, input) {
-        (Some(Some(i)), _) => Some(i),
-        (Some(None), i) => i,
-        (None, _) => None,
-    };
+    let seen = doc.as_seen();
+    let seen_doc: &Document = &seen;
+    let input_seen = input.filter(|_| needs_input).map(Document::as_seen);
+    let input_doc: Option<&Document> = input_seen.as_deref();
     let facts = Facts {
         doc: seen_doc,
         stored: doc,

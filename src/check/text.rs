@@ -9,6 +9,14 @@ pub(crate) fn normalise_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// `s` in the form a check compares: as a person reads it, or as stored.
+pub(crate) fn in_form(s: &str, characters: crate::task::check_spec::Characters) -> String {
+    match characters {
+        crate::task::check_spec::Characters::AsRead => crate::view::characters::as_read(s),
+        crate::task::check_spec::Characters::Stored => s.to_string(),
+    }
+}
+
 /// Lower-case words with surrounding punctuation removed.
 pub(crate) fn tokens(s: &str) -> Vec<String> {
     s.split_whitespace()

@@ -81,9 +81,7 @@ fn words(p: &Paragraph, state: State) -> Vec<String> {
 /// Compares what a person sees of `output` and of `input` (hidden text
 /// left out of both; paragraphs keep their places).
 pub(crate) fn seen_compare(output: &Document, input: &Document) -> Untracked {
-    let seen = |d: &Document| d.has_hidden().then(|| d.as_seen());
-    let (o, i) = (seen(output), seen(input));
-    compare(o.as_ref().unwrap_or(output), i.as_ref().unwrap_or(input))
+    compare(&output.as_seen(), &input.as_seen())
 }
 
 /// Compares `output` with `input`.

@@ -41,7 +41,7 @@ impl CarriedOver {
 }
 
 fn author_key(a: Option<&str>) -> String {
-    a.unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ")
+    squeeze(a.unwrap_or(""))
 }
 
 /// Each revision's text, in model order.
@@ -154,6 +154,7 @@ pub fn held_by_input(output: &Document, input: &Document) -> Vec<bool> {
         .collect()
 }
 
-fn squeeze(s: &str) -> String {
+/// `s` with surrounding whitespace removed and inner runs of it one space.
+pub(crate) fn squeeze(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

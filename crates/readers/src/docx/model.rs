@@ -685,8 +685,12 @@ impl Document {
 
     /// The document as a person opening it sees it: hidden text left out,
     /// and the content of hidden stories (a text box of zero size) emptied.
-    /// Revisions and comments keep their indices.
-    pub fn as_seen(&self) -> Document {
+    /// Revisions and comments keep their indices; paragraphs keep their
+    /// places. Borrowed when nothing is hidden (the usual case).
+    pub fn as_seen(&self) -> std::borrow::Cow<'_, Document> {
+        if !self.has_hidden() {
+            return std::borrow::Cow::Borrowed(self);
+        }
         let mut seen = self.clone();
         let drop_hidden = |blocks: &mut Vec<Block>| {
             visit_paragraphs_mut(blocks, &mut |p| {
@@ -700,7 +704,7 @@ impl Document {
             }
             drop_hidden(&mut story.blocks);
         }
-        seen
+        std::borrow::Cow::Owned(seen)
     }
 
     /// Calls `f` on every paragraph of the body, tables included, in order.

@@ -113,7 +113,7 @@ fn cancel_text_groups(p: &mut Paragraph, revisions: &[Revision], out: &mut HashM
     let author_of = |inline: &Inline| -> Option<String> {
         let Inline::Text(s) = inline else { return None };
         let author = revisions.get(s.inserted.or(s.deleted)?)?.author.as_deref()?;
-        Some(author.split_whitespace().collect::<Vec<_>>().join(" "))
+        Some(super::carried::squeeze(author))
     };
     let mut fates = vec![Fate::Kept; p.inlines.len()];
     let mut cancel = |range: std::ops::Range<usize>, text: &str, fates: &mut Vec<Fate>| {
