@@ -33,4 +33,5 @@ mod seen;
 mod serve;
 mod shared_store;
 mod store;
+mod store_access;
 mod voting;

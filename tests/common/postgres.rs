@@ -61,3 +61,40 @@ fn fresh_schema(url: &str, test: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}redjury_schema={schema}")
 }
+
+/// The server that asks for a password (scram-sha-256) and speaks TLS
+/// with a certificate for `localhost` only (`.ci/postgres` makes it).
+pub struct Secure {
+    /// `postgres://redjury:PASSWORD@localhost:PORT/postgres`.
+    pub url: String,
+    /// The port, for URLs the test builds.
+    pub port: u16,
+    /// The password the server wants.
+    pub password: String,
+    /// The CA that signed the server's certificate.
+    pub ca: String,
+    /// A CA that signed nothing.
+    pub other_ca: String,
+}
+
+/// The secure server (`REDJURY_TEST_POSTGRES_SECURE`, `_CA`, `_OTHER_CA`),
+/// or `None` (the test is skipped, and says so).
+pub fn secure(test: &str) -> Option<Secure> {
+    let var = |v: &str| std::env::var(v).ok().filter(|u| !u.is_empty());
+    let found = var("REDJURY_TEST_POSTGRES_SECURE")
+        .zip(var("REDJURY_TEST_POSTGRES_CA"))
+        .zip(var("REDJURY_TEST_POSTGRES_OTHER_CA"));
+    let Some(((url, ca), other_ca)) = found else {
+        assert!(
+            std::env::var_os("REDJURY_REQUIRE_POSTGRES").is_none(),
+            "{test}: no TLS PostgreSQL server (REDJURY_TEST_POSTGRES_SECURE, _CA, _OTHER_CA unset and REDJURY_REQUIRE_POSTGRES set)"
+        );
+        eprintln!("SKIPPED {test}: no TLS PostgreSQL server; .ci/postgres starts one");
+        return None;
+    };
+    let rest = url.strip_prefix("postgres://redjury:").expect("secure URL names user redjury");
+    let (password, host) = rest.rsplit_once('@').expect("secure URL has a password");
+    let port =
+        host.split(['/', ':']).nth(1).and_then(|p| p.parse().ok()).expect("secure URL has a port");
+    Some(Secure { port, password: password.to_string(), url: url.clone(), ca, other_ca })
+}

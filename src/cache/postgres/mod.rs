@@ -21,7 +21,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
 
 use super::engine::{Access, Engine, Record, RecordKind, Takeover};
 use super::{
@@ -33,10 +32,6 @@ use crate::prompt::Prompt;
 /// a higher one was written by a newer redjury and is refused.
 const SCHEMA_VERSION: i64 = 1;
 
-/// Connections one process opens at most, unless the URL says
-/// `redjury_pool=N`.
-const DEFAULT_POOL: usize = 8;
-
 /// How long one statement (a connection from the pool included) may take
 /// before the store counts as unreachable.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,101 +41,68 @@ pub(super) fn is_url(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
+mod address;
+mod tls;
+
+pub(super) use address::without_password;
+use address::{Address, Environment};
+
 pub(super) struct Postgres {
     runtime: Option<tokio::runtime::Runtime>,
     pool: Pool,
     /// The URL without its password.
     shown: String,
+    /// The server and database in words, for messages.
+    server: String,
     /// The PostgreSQL schema the tables live in (a plain identifier).
     schema: String,
 }
 
-/// A URL taken apart: what the client connects with, and redjury's own
-/// options (`redjury_schema`, `redjury_pool`), which the server must not see.
-struct Address {
-    url: String,
-    shown: String,
-    schema: String,
-    pool: usize,
-}
-
-impl Address {
-    fn parse(url: &str) -> Result<Address, String> {
-        let (base, query) = url.split_once('?').unwrap_or((url, ""));
-        let mut kept = Vec::new();
-        let (mut schema, mut pool) = ("redjury".to_string(), DEFAULT_POOL);
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
-            match pair.split_once('=') {
-                Some(("redjury_schema", v)) => schema = v.to_string(),
-                Some(("redjury_pool", v)) => {
-                    pool = v.parse().ok().filter(|n| (1..=256).contains(n)).ok_or_else(|| {
-                        format!("redjury_pool={v}: give a number of connections, 1 to 256")
-                    })?
-                }
-                _ => kept.push(pair),
-            }
-        }
-        let plain = !schema.is_empty()
-            && schema.len() <= 63
-            && schema.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-            && !schema.starts_with(|c: char| c.is_ascii_digit());
-        if !plain {
-            return Err(format!(
-                "redjury_schema={schema:?}: use lower-case letters, digits and _ (not first a digit)"
-            ));
-        }
-        let url =
-            if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
-        Ok(Address { shown: without_password(&url), url, schema, pool })
-    }
-}
-
-/// The URL with its password hidden wherever it is written:
-/// `postgres://user:secret@host/db?password=secret&sslmode=require` →
-/// `postgres://user:***@host/db?password=***&sslmode=require`. What is
-/// printed, logged or stored of a store's location goes through here.
-pub(super) fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    let (rest, query) = match rest.split_once('?') {
-        Some((r, q)) => (r, Some(q)),
-        None => (rest, None),
-    };
-    // The user part ends at the last '@': a password may hold '/' or '@'.
-    let (authority, tail) = match rest.rsplit_once('@') {
-        Some((user, host)) => {
-            let (host, tail) = match host.find('/') {
-                Some(i) => host.split_at(i),
-                None => (host, ""),
-            };
-            let shown = match user.split_once(':') {
-                Some((name, _)) => format!("{name}:***@{host}"),
-                None => format!("{user}@{host}"),
-            };
-            (shown, tail)
-        }
-        None => match rest.find('/') {
-            Some(i) => (rest[..i].to_string(), &rest[i..]),
-            None => (rest.to_string(), ""),
-        },
-    };
-    let query = query.map(|q| {
-        let pairs: Vec<String> = q
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => pair.to_string(),
-            })
-            .collect();
-        format!("?{}", pairs.join("&"))
-    });
-    format!("{scheme}://{authority}{tail}{}", query.unwrap_or_default())
-}
-
-/// A database error as the user should read it.
+/// A database error as the user should read it: the server's own words
+/// (authentication failed for user X; database "Y" does not exist;
+/// permission denied for schema Z), or the connection's failure with its
+/// cause, never only "db error".
 fn pg(e: tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+    if let Some(db) = e.as_db_error() {
+        let mut said = format!("{} ({})", db.message(), db.code().code());
+        if let Some(detail) = db.detail() {
+            said.push_str(&format!("; {detail}"));
+        }
+        if let Some(hint) = db.hint() {
+            said.push_str(&format!("; hint: {hint}"));
+        }
+        return said;
+    }
+    if let Some(refused) = tls::refused_certificate(&e) {
+        return refused;
+    }
+    let mut said = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        let c_said = c.to_string();
+        if !said.contains(&c_said) {
+            said.push_str(&format!(": {c_said}"));
+        }
+        cause = c.source();
+    }
+    if said.contains("password missing") {
+        said.push_str(
+            " (give it in the URL, as password_file=FILE, in PGPASSWORD, or in ~/.pgpass)",
+        );
+    }
+    said
+}
+
+/// A failure to get a connection, with the server's reason.
+fn connection(e: deadpool_postgres::PoolError) -> String {
+    use deadpool_postgres::PoolError;
+    match e {
+        PoolError::Backend(e) => pg(e),
+        PoolError::Timeout(_) => format!(
+            "no connection within {} s (the server did not answer, or every connection of the pool is busy)",
+            STATEMENT_TIMEOUT.as_secs()
+        ),
+        other => other.to_string(),
     }
 }
 
@@ -148,11 +110,11 @@ impl Postgres {
     /// Connects, creates the schema when it is missing and refuses one a
     /// newer redjury wrote.
     pub(super) fn open(url: &str) -> Result<Postgres, CacheError> {
-        let address = Address::parse(url)
+        let address = Address::parse(url, &Environment::of_process())
             .map_err(|e| CacheError::at(std::path::Path::new(&without_password(url)), &e))?;
         let at =
             |e: &dyn std::fmt::Display| CacheError::at(std::path::Path::new(&address.shown), e);
-        let config: tokio_postgres::Config = address.url.parse().map_err(|e| at(&e))?;
+        let tls = tls::connector(&address.security).map_err(|e| at(&e))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("redjury-postgres")
@@ -160,8 +122,8 @@ impl Postgres {
             .build()
             .map_err(|e| at(&e))?;
         let manager = Manager::from_config(
-            config,
-            NoTls,
+            address.config,
+            tls,
             ManagerConfig { recycling_method: RecyclingMethod::Fast },
         );
         let pool = {
@@ -174,8 +136,13 @@ impl Postgres {
                 .build()
                 .map_err(|e| at(&e))?
         };
-        let store =
-            Postgres { runtime: Some(runtime), pool, shown: address.shown, schema: address.schema };
+        let store = Postgres {
+            runtime: Some(runtime),
+            pool,
+            shown: address.shown,
+            server: address.server,
+            schema: address.schema,
+        };
         store.create_schema()?;
         Ok(store)
     }
@@ -213,11 +180,10 @@ impl Postgres {
         });
         match rx.recv() {
             Ok(Ok(Ok(v))) => Ok(v),
-            Ok(Ok(Err(e))) => {
-                Err(self.err(format!("the server refused or could not be reached: {e}")))
-            }
+            Ok(Ok(Err(e))) => Err(self.err(format!("{}: {e}", self.server))),
             Ok(Err(_)) => Err(self.err(format!(
-                "no answer from the server within {} s",
+                "{}: no answer within {} s",
+                self.server,
                 STATEMENT_TIMEOUT.as_secs()
             ))),
             Err(_) => Err(self.err("the store's runtime stopped")),
@@ -232,7 +198,7 @@ impl Postgres {
     fn create_schema(&self) -> Result<(), CacheError> {
         let (pool, s) = self.client();
         let found: Option<i64> = self.run(async move {
-            let mut c = pool.get().await.map_err(|e| e.to_string())?;
+            let mut c = pool.get().await.map_err(connection)?;
             let tx = c.transaction().await.map_err(pg)?;
             // Two processes creating the schema at once would collide.
             tx.execute("SELECT pg_advisory_xact_lock(7324021)", &[]).await.map_err(pg)?;
@@ -273,7 +239,7 @@ impl Postgres {
     ) -> Result<u64, CacheError> {
         let pool = self.pool.clone();
         self.run(async move {
-            let c = pool.get().await.map_err(|e| e.to_string())?;
+            let c = pool.get().await.map_err(connection)?;
             c.execute(&sql, &borrowed(&params)).await.map_err(pg)
         })
     }
@@ -286,7 +252,7 @@ impl Postgres {
     ) -> Result<Vec<tokio_postgres::Row>, CacheError> {
         let pool = self.pool.clone();
         self.run(async move {
-            let c = pool.get().await.map_err(|e| e.to_string())?;
+            let c = pool.get().await.map_err(connection)?;
             c.query(&sql, &borrowed(&params)).await.map_err(pg)
         })
     }
@@ -563,7 +529,7 @@ impl Engine for Postgres {
         }
         let (pool, s, b) = (self.pool.clone(), self.schema.clone(), b.clone());
         self.run(async move {
-            let mut c = pool.get().await.map_err(|e| e.to_string())?;
+            let mut c = pool.get().await.map_err(connection)?;
             let tx = c.transaction().await.map_err(pg)?;
             tx.execute(
                 &format!(
@@ -622,7 +588,7 @@ impl Engine for Postgres {
         let (intent, id, input_file) =
             (intent.to_string(), id.to_string(), input_file.map(str::to_string));
         let moved = self.run(async move {
-            let mut c = pool.get().await.map_err(|e| e.to_string())?;
+            let mut c = pool.get().await.map_err(connection)?;
             let tx = c.transaction().await.map_err(pg)?;
             let moved = tx
                 .execute(
@@ -661,7 +627,7 @@ impl Engine for Postgres {
     fn drop_intent(&self, intent: &str) -> Result<(), CacheError> {
         let (pool, s, intent) = (self.pool.clone(), self.schema.clone(), intent.to_string());
         self.run(async move {
-            let mut c = pool.get().await.map_err(|e| e.to_string())?;
+            let mut c = pool.get().await.map_err(connection)?;
             let tx = c.transaction().await.map_err(pg)?;
             for sql in [
                 format!("DELETE FROM {s}.batch_items WHERE batch_id = $1"),
@@ -833,32 +799,5 @@ impl Engine for Postgres {
         );
         let step = i64::try_from(wait.as_micros()).unwrap_or(i64::MAX);
         self.execute(sql, vec![p(budget.to_string()), p(step)]).map(|_| ())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_password_never_shows_and_redjurys_options_never_reach_the_server() {
-        let a = Address::parse(
-            "postgres://ci:s3cret@127.0.0.1:5432/db?sslmode=disable&redjury_schema=run_7&redjury_pool=3",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(a.shown, "postgres://ci:***@127.0.0.1:5432/db?sslmode=disable");
-        assert_eq!(a.url, "postgres://ci:s3cret@127.0.0.1:5432/db?sslmode=disable");
-        assert_eq!((a.schema.as_str(), a.pool), ("run_7", 3));
-        assert!(Address::parse("postgres://h/db?redjury_schema=x;drop").is_err());
-        assert!(Address::parse("postgres://h/db?redjury_pool=0").is_err());
-        assert_eq!(without_password("postgresql://u@h/db"), "postgresql://u@h/db");
-        assert_eq!(without_password("postgresql://h/db"), "postgresql://h/db");
-        assert_eq!(
-            without_password("postgres://u:p%40ss@h:5/db?sslmode=require&PASSWORD=x&a=b"),
-            "postgres://u:***@h:5/db?sslmode=require&PASSWORD=***&a=b"
-        );
-        assert_eq!(without_password("postgres://h?password=x"), "postgres://h?password=***");
-        assert_eq!(without_password("postgres://ci:ab/cd@h/db"), "postgres://ci:***@h/db");
-        assert_eq!(without_password("postgres://ci:a@b@h:1/db"), "postgres://ci:***@h:1/db");
     }
 }
