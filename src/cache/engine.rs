@@ -1,6 +1,6 @@
 //! The store's one interface: what the cache front (`mod.rs`) asks of an
 //! engine. Two engines implement it: SQLite (`sqlite.rs`: one file, the
-//! default that needs nothing) and PostgreSQL (`postgres.rs`: one server
+//! default that needs nothing) and PostgreSQL (`postgres/`: one server
 //! shared by replicas on many machines and by the shards of a run).
 //!
 //! Owns: the operations and what each promises, whatever the engine: an

@@ -1,7 +1,7 @@
 //! The store: prompts, judge responses, rendered views, check verdicts,
 //! leases, provider batches and (on a shared store) the providers' rate
 //! budget, shared by every run and process that names it — one SQLite file
-//! (`sqlite.rs`, the default) or a PostgreSQL server (`postgres.rs`, for
+//! (`sqlite.rs`, the default) or a PostgreSQL server (`postgres/`, for
 //! replicas and shards on many machines), behind one interface
 //! (`engine.rs`).
 //!
