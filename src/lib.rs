@@ -109,7 +109,7 @@ pub use prompt::{Prompt, PromptError, Templates};
 pub use pipeline::run::{RejudgeJob, RunEnd, RunError, RunReport, RunSettings, ScoreJob, Views};
 pub use pipeline::{
     BatchFallback, Dispatch, JudgeMode, OutputSource, Progress, STORE_WAIT, Scorer, ScorerConfig,
-    ScorerError, Silent,
+    ScorerError, Silent, Unsettled,
 };
 pub use score::{Reward, RubricResult, Status, TaskResult};
 pub use verdict::Verdict;

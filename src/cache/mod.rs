@@ -18,8 +18,10 @@
 //! the end of the run, and counted ([`Cache::unstored`]) so that no run
 //! ends as a success while a paid answer is kept nowhere.
 
+use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -150,6 +152,21 @@ impl CallKey {
 /// How long a database locked by another process is waited for.
 pub(crate) const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a process waits for a shared store that cannot be reached:
+/// each call before it gives up (an abstention, the call not sent), and
+/// the end of a run for the answers it could only journal.
+/// `REDJURY_STORE_WAIT_SECS` sets it (1–86400; 300 by default).
+pub(crate) fn shared_store_wait() -> Duration {
+    static WAIT: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *WAIT.get_or_init(|| {
+        std::env::var("REDJURY_STORE_WAIT_SECS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|s| (1..=86_400).contains(s))
+            .map_or(Duration::from_secs(300), Duration::from_secs)
+    })
+}
+
 /// The result of asking to send a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lease {
@@ -165,9 +182,40 @@ pub struct Cache {
     /// The file, or the server's address without its password, for messages.
     location: PathBuf,
     journal: PathBuf,
+    /// Held across every append to the journal and every emptying of it:
+    /// an answer appended between the emptying's read and its removal of
+    /// the file would be lost.
+    journal_lock: Mutex<()>,
+    /// Answers this process journaled and has not stored since, by call
+    /// digest: looked up like stored ones, so that this process never pays
+    /// for them again, and stored by their callers while they hold the
+    /// call's lease ([`Cache::store_journaled`]).
+    unsettled: Mutex<HashMap<String, (CallKey, StoredResponse)>>,
+    /// Callers storing a journaled answer while holding its lease: the end
+    /// of a run waits for them ([`Cache::settling`]).
+    settling: AtomicUsize,
     /// Answers neither the store nor the journal could take, with the last
     /// reason; retried at every later write and by [`Cache::settle`].
     held: Mutex<Held>,
+}
+
+/// Where an answer received from a judge was kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// In the store, committed.
+    Stored,
+    /// In the journal only (the store could not take it): other processes
+    /// do not see it until it is stored.
+    Journaled,
+}
+
+/// Counts a caller as settling a journaled answer for as long as it lives.
+pub struct Settling(Arc<Cache>);
+
+impl Drop for Settling {
+    fn drop(&mut self) {
+        self.0.settling.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[derive(Default)]
@@ -218,7 +266,15 @@ impl Cache {
                     (Box::new(store), path.to_path_buf(), PathBuf::from(journal))
                 }
             };
-        let cache = Cache { store, location, journal, held: Mutex::default() };
+        let cache = Cache {
+            store,
+            location,
+            journal,
+            journal_lock: Mutex::default(),
+            unsettled: Mutex::default(),
+            settling: AtomicUsize::new(0),
+            held: Mutex::default(),
+        };
         if cache.store.access() == Access::ReadWrite
             && let Err(e) = cache.flush_journal()
         {
@@ -269,8 +325,13 @@ impl Cache {
         self.store.get_prompt(hash)
     }
 
-    /// A stored response.
+    /// A stored response, or one this process journaled.
     pub fn get_response(&self, key: &CallKey) -> Result<Option<StoredResponse>, CacheError> {
+        let journaled = self.unsettled.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, r)) = journaled.get(&key.digest()) {
+            return Ok(Some(r.clone()));
+        }
+        drop(journaled);
         self.store.get_response(key)
     }
 
@@ -285,9 +346,9 @@ impl Cache {
     /// the next chance. When the journal cannot take it either, the answer
     /// is held in memory and retried at every later write: the error says
     /// so, and [`Cache::unstored`] counts it.
-    pub fn keep_response(&self, key: &CallKey, r: &StoredResponse) -> Result<(), CacheError> {
+    pub fn keep_response(&self, key: &CallKey, r: &StoredResponse) -> Result<Kept, CacheError> {
         self.retry_held();
-        let Err(e) = self.put_response(key, r) else { return Ok(()) };
+        let Err(e) = self.put_response(key, r) else { return Ok(Kept::Stored) };
         if self.store.newly_lost() {
             let n = self.journal_lost_answers();
             tracing::warn!(
@@ -301,7 +362,9 @@ impl Cache {
                     "{e}; the answer is kept in {} and stored when the cache can take it",
                     self.journal.display()
                 );
-                Ok(())
+                let mut unsettled = self.unsettled.lock().unwrap_or_else(|p| p.into_inner());
+                unsettled.insert(key.digest(), (key.clone(), r.clone()));
+                Ok(Kept::Journaled)
             }
             Err(j) => {
                 let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
@@ -323,6 +386,7 @@ impl Cache {
     /// next one.
     fn journal_answer(&self, key: &CallKey, r: &StoredResponse) -> Result<(), CacheError> {
         let line = serde_json::to_string(&(key, r)).map_err(|e| self.err(e))?;
+        let _appending = self.journal_lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -390,11 +454,68 @@ impl Cache {
         &self.journal
     }
 
+    /// Answers this process journaled and has not stored yet.
+    pub fn journaled(&self) -> usize {
+        self.unsettled.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether this call's answer is journaled and not stored yet.
+    pub fn is_journaled(&self, key: &CallKey) -> bool {
+        self.unsettled.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&key.digest())
+    }
+
+    /// Answers waiting in the journal (this process's and any an earlier
+    /// one left), by its readable lines.
+    pub fn journal_lines(&self) -> usize {
+        let _reading = self.journal_lock.lock().unwrap_or_else(|p| p.into_inner());
+        std::fs::read_to_string(&self.journal).map_or(0, |text| {
+            text.lines()
+                .filter(|l| serde_json::from_str::<(CallKey, StoredResponse)>(l).is_ok())
+                .count()
+        })
+    }
+
+    /// Stores one answer this process journaled; true once it is stored
+    /// (or was already). When it was the last one, the journal is emptied
+    /// too.
+    pub fn store_journaled(&self, key: &CallKey) -> bool {
+        let digest = key.digest();
+        let answer = self.unsettled.lock().unwrap_or_else(|p| p.into_inner()).get(&digest).cloned();
+        let Some((key, r)) = answer else { return true };
+        if self.put_response(&key, &r).is_err() {
+            return false;
+        }
+        let mut unsettled = self.unsettled.lock().unwrap_or_else(|p| p.into_inner());
+        unsettled.remove(&digest);
+        let last = unsettled.is_empty();
+        drop(unsettled);
+        if last && let Err(e) = self.flush_journal() {
+            tracing::debug!("{e}");
+        }
+        true
+    }
+
+    /// Counts the caller as settling a journaled answer until the guard
+    /// is dropped.
+    pub fn settling_guard(self: &Arc<Self>) -> Settling {
+        self.settling.fetch_add(1, Ordering::SeqCst);
+        Settling(self.clone())
+    }
+
+    /// Callers still storing a journaled answer under its lease.
+    pub fn settling(&self) -> usize {
+        self.settling.load(Ordering::SeqCst)
+    }
+
     /// Stores every answer waiting in the journal, then removes it. Leaves
     /// the journal in place (and says so) while the database is locked.
     pub fn flush_journal(&self) -> Result<usize, CacheError> {
+        let _emptying = self.journal_lock.lock().unwrap_or_else(|p| p.into_inner());
         let journal = self.journal.clone();
-        self.store_answers_from(&journal)
+        let stored = self.store_answers_from(&journal)?;
+        // Everything this process journaled was in the file just stored.
+        self.unsettled.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        Ok(stored)
     }
 
     /// Stores every answer of a file in the journal's format (one
@@ -711,6 +832,31 @@ mod tests {
         assert_eq!(cache.flush_journal().ok(), Some(1));
         assert!(!cache.journal.exists());
         assert_eq!(cache.get_response(&key(7)).ok().flatten(), Some(response()));
+    }
+
+    /// A journaled answer is this process's to find at once (it is never
+    /// paid for again here), and storing it alone — what its caller does
+    /// while it still holds the call's lease — empties the journal once it
+    /// was the last one. Another opener sees it only then.
+    #[test]
+    fn a_journaled_answer_is_found_here_and_stored_by_its_caller() {
+        let (_dir, path) = temp("journaled");
+        let cache = Cache::open_with(&path, Duration::from_millis(100)).expect("opens");
+        let other = rusqlite::Connection::open(&path).expect("second connection");
+        other.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+        assert_eq!(cache.keep_response(&key(3), &response()).ok(), Some(Kept::Journaled));
+        assert!(cache.is_journaled(&key(3)));
+        assert_eq!(cache.get_response(&key(3)).ok().flatten(), Some(response()));
+        assert_eq!((cache.journaled(), cache.journal_lines()), (1, 1));
+        assert!(!cache.store_journaled(&key(3)), "still locked: not stored, still journaled");
+        assert!(cache.is_journaled(&key(3)));
+        other.execute_batch("COMMIT").expect("unlock");
+        assert!(cache.store_journaled(&key(3)));
+        assert!(!cache.is_journaled(&key(3)));
+        assert!(!cache.journal.exists(), "the last journaled answer stored: the journal is gone");
+        let fresh = Cache::open(&path).expect("another opener");
+        assert_eq!(fresh.get_response(&key(3)).ok().flatten(), Some(response()));
+        assert_eq!(cache.keep_response(&key(4), &response()).ok(), Some(Kept::Stored));
     }
 
     /// A store a newer redjury wrote (a higher schema version, or a column

@@ -511,6 +511,14 @@ fn serve(a: ServeArgs) -> anyhow::Result<ExitCode> {
             );
             return Ok(ExitCode::from(1));
         }
+        if end.journaled > 0 {
+            eprintln!(
+                "error: {} judge answers are kept in {}, not in the store (it stayed unreachable): the next process on this store, from this folder, stores them first",
+                end.journaled,
+                end.journal.display()
+            );
+            return Ok(ExitCode::from(1));
+        }
         if end.unfinished > 0 {
             eprintln!(
                 "stopped with {} outputs unfinished after the grace period; their answers so far are in the cache",

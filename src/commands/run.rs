@@ -9,9 +9,7 @@ use crate::calibrate::{self, CalibrateSettings, Calibration, Probe};
 use crate::commands::{CommandError, Found, Judging, built};
 use crate::isolated::Reader;
 use crate::pipeline::run::{RejudgeJob, RunError, RunReport, RunSettings, ScoreJob, Views};
-use crate::pipeline::{
-    Dispatch, JudgeMode, Progress, STORE_WAIT, Scorer, ScorerConfig, load_tasks,
-};
+use crate::pipeline::{Dispatch, JudgeMode, Progress, Scorer, ScorerConfig, load_tasks};
 use crate::report::Shard;
 use crate::task::Task;
 
@@ -233,12 +231,21 @@ impl PlannedCalibration {
     pub async fn run(self, progress: &dyn Progress) -> Result<CalibrationDone, CommandError> {
         let scorer = built(Scorer::new(self.config))?;
         let calibrated = calibrate::run(&scorer, &self.set, &self.settings, progress).await;
-        let held = scorer.settle_store(STORE_WAIT).await;
-        if held > 0 {
+        let left = scorer.settle_store().await;
+        if left.held > 0 {
             return Err(CommandError::failed(format!(
-                "{held} judge answers received could not be stored in {} or its journal ({}): they are lost when redjury exits",
+                "{} judge answers received could not be stored in {} or its journal ({}): they are lost when redjury exits",
+                left.held,
                 scorer.cache().path().display(),
-                scorer.cache().unstored_reason().unwrap_or_default()
+                left.reason
+            )));
+        }
+        if left.journaled > 0 {
+            return Err(CommandError::failed(format!(
+                "{} judge answers are kept in {}, not in the store ({}): the next run with this cache, from this folder, stores them first",
+                left.journaled,
+                left.journal.display(),
+                left.reason
             )));
         }
         let calibration = calibrated.map_err(CommandError::failed)?;

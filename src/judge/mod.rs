@@ -202,18 +202,35 @@ fn lease() -> Duration {
             .map_or(LEASE, Duration::from_secs)
     })
 }
+
 /// How often a process that cannot reach a shared store tries it again.
 const STORE_RETRY: Duration = Duration::from_secs(1);
 
 /// How many times (one a second) a call tries a shared store that cannot be
 /// reached before it gives up: the call then ends as an abstention with
 /// that reason (the row incomplete, never a 0), not a hang.
-const STORE_PATIENCE: u32 = 300;
+fn store_patience() -> u32 {
+    u32::try_from(crate::cache::shared_store_wait().as_secs()).unwrap_or(u32::MAX)
+}
+
+/// Ends this process's lease on a call, trying a store that does not
+/// answer again for a few seconds: a lease left behind holds the call's
+/// other askers until it expires.
+async fn release(cache: &Arc<crate::cache::Cache>, key: &CallKey, owner: &str) {
+    for _ in 0..5 {
+        let (k, o) = (key.clone(), owner.to_string());
+        if cache.blocking(move |c| c.release(&k, &o)).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(STORE_RETRY).await;
+    }
+}
 
 /// The reason a call gives when the shared store stayed unreachable.
 fn store_gone(e: &crate::cache::CacheError) -> String {
     format!(
-        "the shared store could not be reached for {STORE_PATIENCE} s ({e}); the call was not sent"
+        "the shared store could not be reached for {} s ({e}); the call was not sent",
+        store_patience()
     )
 }
 
@@ -484,7 +501,7 @@ impl Judge {
                 // for: wait for it rather than pay again.
                 Err(e) if cache.shared() => {
                     said = store_down(said, &e);
-                    if said > STORE_PATIENCE {
+                    if said > store_patience() {
                         self.counters.failures.fetch_add(1, Ordering::Relaxed);
                         return Some(abstain_all(prompt, store_gone(&e), 0));
                     }
@@ -524,7 +541,7 @@ impl Judge {
                 // still lets the call go out.
                 Err(e) if cache.shared() => {
                     down = store_down(down, &e);
-                    if down > STORE_PATIENCE {
+                    if down > store_patience() {
                         self.counters.failures.fetch_add(1, Ordering::Relaxed);
                         return abstain_all(prompt, store_gone(&e), 0);
                     }
@@ -547,17 +564,44 @@ impl Judge {
         let renew = {
             let (k, owner, cache) = (key.clone(), self.owner.clone(), cache.clone());
             tokio::spawn(async move {
+                let mut wait = lease() / 3;
                 loop {
-                    tokio::time::sleep(lease() / 3).await;
+                    tokio::time::sleep(wait).await;
                     let (k, owner) = (k.clone(), owner.clone());
-                    let _ = cache.blocking(move |c| c.claim(&k, &owner, lease())).await;
+                    // A store that did not answer is tried again soon: a
+                    // lease left to expire while the store restarts would
+                    // let another process pay for this call again.
+                    wait = match cache.blocking(move |c| c.claim(&k, &owner, lease())).await {
+                        Ok(_) => lease() / 3,
+                        Err(_) => STORE_RETRY.min(lease() / 3),
+                    };
                 }
             })
         };
         let result = self.fresh(prompt, key, cache).await;
+        if cache.is_journaled(key) {
+            // The answer is only in this process's journal: the others
+            // cannot see it, so the lease is kept (and renewed) until the
+            // answer is stored, then released. Nothing waits here: the
+            // end of the run waits for it ([`Cache::settling`]).
+            let (k, owner, cache) = (key.clone(), self.owner.clone(), cache.clone());
+            let settling = cache.settling_guard();
+            tokio::spawn(async move {
+                let _settling = settling;
+                loop {
+                    let k2 = k.clone();
+                    if cache.blocking(move |c| c.store_journaled(&k2)).await {
+                        break;
+                    }
+                    tokio::time::sleep(STORE_RETRY).await;
+                }
+                renew.abort();
+                release(&cache, &k, &owner).await;
+            });
+            return result;
+        }
         renew.abort();
-        let (k, owner) = (key.clone(), self.owner.clone());
-        let _ = cache.blocking(move |c| c.release(&k, &owner)).await;
+        release(cache, key, &self.owner).await;
         result
     }
 
@@ -680,7 +724,7 @@ impl Judge {
                 }
                 Err(e) => {
                     said = store_down(said, &e);
-                    if said > STORE_PATIENCE {
+                    if said > store_patience() {
                         return Err(store_gone(&e));
                     }
                     tokio::time::sleep(STORE_RETRY).await;

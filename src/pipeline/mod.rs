@@ -64,6 +64,45 @@ pub fn load_tasks(dir: &std::path::Path) -> Result<Vec<Task>, crate::task::TaskE
 /// cache could not take (a full disk).
 pub const STORE_WAIT: Duration = Duration::from_secs(30);
 
+/// The answers a run received that are not in its store at the end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unsettled {
+    /// Kept nowhere but in memory: lost when the process exits.
+    pub held: usize,
+    /// Kept only in the journal of a shared store, where the other
+    /// processes do not see them (a local store's journal is read by every
+    /// process that opens the file, so it is not counted).
+    pub journaled: usize,
+    /// The journal.
+    pub journal: std::path::PathBuf,
+    /// The store's (and the journal's) last error.
+    pub reason: String,
+}
+
+impl Unsettled {
+    /// Stores what it can now, then counts what is left.
+    fn now(cache: &crate::cache::Cache, shared: bool) -> Unsettled {
+        let mut reason = String::new();
+        if shared
+            && cache.access() == crate::cache::Access::ReadWrite
+            && let Err(e) = cache.flush_journal()
+        {
+            reason = e.message;
+        }
+        let held = cache.settle();
+        if let Some(why) = cache.unstored_reason() {
+            reason = why;
+        }
+        let journaled = if shared { cache.journal_lines() } else { 0 };
+        Unsettled { held, journaled, journal: cache.journal_path().to_path_buf(), reason }
+    }
+
+    /// Whether every answer is stored.
+    pub fn is_empty(&self) -> bool {
+        self.held == 0 && self.journaled == 0
+    }
+}
+
 /// Whether judges are called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JudgeMode {
@@ -399,26 +438,32 @@ impl Scorer {
         Prepared { row, prompt, view: None }
     }
 
-    /// Stores the answers waiting in the journal or in memory, retrying
-    /// for up to `wait` (a full disk freed meanwhile); returns how many are
-    /// still kept nowhere but in memory.
-    pub async fn settle_store(&self, wait: Duration) -> usize {
+    /// Stores the answers waiting in the journal or in memory, retrying a
+    /// while (a full disk freed, a shared store back): [`STORE_WAIT`] for a
+    /// local file, [`crate::cache::shared_store_wait`] for a shared store,
+    /// where it also waits for the calls still storing their journaled
+    /// answers under their leases. Returns what is still not stored.
+    pub async fn settle_store(&self) -> Unsettled {
+        let shared = self.cache.shared();
         // A store that cannot be written will not make room.
-        let wait = match self.cache.access() {
-            crate::cache::Access::ReadWrite => wait,
-            crate::cache::Access::ReadOnly => Duration::ZERO,
+        let wait = match (self.cache.access(), shared) {
+            (crate::cache::Access::ReadOnly, _) => Duration::ZERO,
+            (crate::cache::Access::ReadWrite, false) => STORE_WAIT,
+            (crate::cache::Access::ReadWrite, true) => crate::cache::shared_store_wait(),
         };
         let deadline = Instant::now() + wait;
         let mut told = false;
         loop {
-            let held = self.cache.blocking(|c| c.settle()).await;
-            if held == 0 || Instant::now() >= deadline {
-                return held;
+            let left = self.cache.blocking(move |c| Unsettled::now(c, shared)).await;
+            let waiting = shared && self.cache.settling() > 0;
+            if (left.is_empty() && !waiting) || Instant::now() >= deadline {
+                return left;
             }
-            if !told {
-                let reason = self.cache.unstored_reason().unwrap_or_default();
+            if !told && !left.is_empty() {
                 tracing::warn!(
-                    "{held} judge answers received could not be stored ({reason}); waiting up to {} s for room",
+                    "{} judge answers received are not in the store yet ({}); waiting up to {} s for it",
+                    left.held + left.journaled,
+                    left.reason,
                     wait.as_secs()
                 );
                 told = true;

@@ -132,6 +132,14 @@ pub enum RunError {
     )]
     #[allow(missing_docs)]
     Unstored { held: usize, cache: PathBuf, reason: String, kept: String },
+    /// Judge answers received in this run are only in the journal: the
+    /// shared store stayed unreachable to the end (the other processes do
+    /// not see them, and may pay for those calls again).
+    #[error(
+        "{count} judge answers are kept in {journal}, not in the store ({reason}; waited {waited} s for it): the next run with this cache, from this folder, stores them first (nothing to pay again); until then other processes on the store do not see them"
+    )]
+    #[allow(missing_docs)]
+    Journaled { count: usize, journal: PathBuf, reason: String, waited: u64 },
     /// An earlier run's answers saved beside its results still cannot be
     /// stored.
     #[error(
@@ -608,7 +616,7 @@ async fn finish(
     prompts: Vec<PromptRecord>,
     left: Leftovers,
 ) -> Result<RunReport, RunError> {
-    let held = scorer.settle_store(super::STORE_WAIT).await;
+    let unsettled = scorer.settle_store().await;
     let mut summary = summarize(
         scorer,
         &rows,
@@ -625,8 +633,16 @@ async fn finish(
     if let Err(e) = cache.checkpoint() {
         tracing::warn!("{e}");
     }
-    if held > 0 {
-        return Err(unstored(scorer, held, &settings.out));
+    if unsettled.held > 0 {
+        return Err(unstored(scorer, unsettled.held, &settings.out));
+    }
+    if unsettled.journaled > 0 {
+        return Err(RunError::Journaled {
+            count: unsettled.journaled,
+            journal: unsettled.journal,
+            reason: unsettled.reason,
+            waited: crate::cache::shared_store_wait().as_secs(),
+        });
     }
     let end = RunEnd::of(&summary);
     Ok(RunReport { summary, end, out_dir: settings.out.clone() })

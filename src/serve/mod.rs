@@ -142,6 +142,12 @@ pub struct ServeEnd {
     /// Judge answers received that neither the cache nor its journal could
     /// take (a full disk): lost when the process exits.
     pub unstored: usize,
+    /// Judge answers kept only in the journal of a shared store that
+    /// stayed unreachable: stored by the next process that opens the
+    /// store from the same folder.
+    pub journaled: usize,
+    /// That journal.
+    pub journal: std::path::PathBuf,
 }
 
 impl Service {
@@ -251,9 +257,14 @@ impl Service {
         };
         let left = grace.saturating_sub(started.elapsed());
         let unfinished = self.drain(left).await;
-        let unstored = self.scorer.settle_store(crate::pipeline::STORE_WAIT).await;
+        let left = self.scorer.settle_store().await;
         self.finish();
-        Ok(ServeEnd { unfinished, unstored })
+        Ok(ServeEnd {
+            unfinished,
+            unstored: left.held,
+            journaled: left.journaled,
+            journal: left.journal,
+        })
     }
 
     /// Waits up to `left` for accepted work; returns how many outputs are

@@ -5,6 +5,7 @@
 //! a failure.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use tokio::sync::{Mutex, MutexGuard};
 
 /// The server's URL, or `None` (the test is skipped, and says so).
 pub fn server(test: &str) -> Option<String> {
@@ -31,12 +32,19 @@ pub fn store(test: &str) -> Option<String> {
 /// A store on the second server, which the test may stop and start, and
 /// the command that does it (`REDJURY_TEST_POSTGRES_RESTARTABLE`, and
 /// `REDJURY_TEST_POSTGRES_CTL`, a `pg_ctl -D …` to add `stop` or `start`
-/// to; `.ci/run` sets both).
-pub fn restartable(test: &str) -> Option<(String, String)> {
+/// to; `.ci/run` sets both), with this test's turn on the server: the
+/// tests that stop it take turns, or one would stop it under another.
+pub async fn restartable(test: &str) -> Option<(String, String, MutexGuard<'static, ()>)> {
+    static TURN: Mutex<()> = Mutex::const_new(());
     let url = std::env::var("REDJURY_TEST_POSTGRES_RESTARTABLE").ok().filter(|u| !u.is_empty());
     let restart = std::env::var("REDJURY_TEST_POSTGRES_CTL").ok().filter(|c| !c.is_empty());
     match url.zip(restart) {
-        Some((url, restart)) => Some((fresh_schema(&url, test), restart)),
+        Some((url, restart)) => {
+            // A tokio lock: it is held across the test's awaits, and a
+            // test that failed holding it still gives it up.
+            let turn = TURN.lock().await;
+            Some((fresh_schema(&url, test), restart, turn))
+        }
         None => {
             assert!(
                 std::env::var_os("REDJURY_REQUIRE_POSTGRES").is_none(),

@@ -450,13 +450,19 @@ impl Engine for Postgres {
         ttl: Duration,
         rule: Takeover,
     ) -> Result<bool, CacheError> {
-        // Timed by the server's clock: the machines' clocks may differ.
+        // Timed by the server's clock: the machines' clocks may differ. A
+        // lease counts as live for a lease's time after the server
+        // started, whatever its expiry says: its holder could not renew it
+        // while the server was down, and another owner taking it at once
+        // would pay for the call again.
         let s = &self.schema;
         let sql = format!(
             "INSERT INTO {s}.leases (key, owner, expires_at)
              VALUES ($1, $2, extract(epoch from clock_timestamp())::float8 + $3::float8)
              ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-             WHERE {s}.leases.expires_at < extract(epoch from clock_timestamp())::float8
+             WHERE GREATEST({s}.leases.expires_at,
+                            extract(epoch from pg_postmaster_start_time())::float8 + $3::float8)
+                   < extract(epoch from clock_timestamp())::float8
                 OR {s}.leases.owner = EXCLUDED.owner OR {s}.leases.owner = $4::text"
         );
         // Compare-and-set: a holder seen gone is replaced only while it is
