@@ -428,6 +428,12 @@ async fn first_request(judges: &Judges) -> bool {
     true
 }
 
+/// The rows of a results folder the judges did not complete.
+fn incomplete_rows(out: &Path) -> usize {
+    let rows = std::fs::read_to_string(out.join("results.jsonl")).unwrap_or_default();
+    rows.lines().filter(|l| l.contains(r#""status":"incomplete""#)).count()
+}
+
 fn journals_in(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|d| {
@@ -485,11 +491,13 @@ async fn a_store_restarted_under_two_processes_has_every_call_paid_once() {
         assert_eq!(judges.counts(), [13, 13, 13], "round {round}: each call paid once");
         for who in ["a", "b"] {
             assert_eq!(journals_in(&dir.join(who)), Vec::<String>::new(), "round {round}: {who}");
+            assert_eq!(incomplete_rows(&dir.join(who).join("run")), 0, "round {round}: {who}");
         }
         let (code, out, err) =
             redjury_at(&dir, strong_run(&panel, &dir.join("again"), &url), true).await;
         assert_eq!(code, 0, "{out}{err}");
         assert_eq!(judges.counts(), [13, 13, 13], "round {round}: every answer was stored");
+        assert_eq!(incomplete_rows(&dir.join("again")), 0, "round {round}");
     }
 }
 
@@ -536,6 +544,7 @@ async fn a_store_that_stays_down_ends_the_run_non_zero_naming_the_journal() {
         redjury_at(&dir, strong_run(&panel, &dir.join("again"), &url), true).await;
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(judges.counts(), [13, 13, 13], "the journaled answers were not paid again: {err}");
+    assert_eq!(incomplete_rows(&dir.join("again")), 0, "{err}");
     assert!(journals_in(&dir).is_empty(), "the journal was emptied into the store");
 }
 
