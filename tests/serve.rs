@@ -761,23 +761,76 @@ async fn the_python_client_and_adapters_work_against_the_server() {
     let served =
         start(&dir, serve_args(&panel, &dir, &["--allow-path", &p(&scenarios), "--queue", "4"]));
     let task = "redline-s1-t1-g01a";
-    let (url, good, bad) = (served.url.clone(), output("strong", task), output("gate-fail", task));
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .arg(root().join("clients/python/test_clients.py"))
-            .env("REDJURY_URL", url)
-            .env("REDJURY_TEST_TASK", task)
-            .env("REDJURY_TEST_DOCX", good)
-            .env("REDJURY_TEST_BAD_DOCX", bad)
-            .env("REDJURY_TEST_QUEUE", "4")
-            .output()
-            .expect("python3 is installed (CI installs it)")
-    })
-    .await
-    .unwrap();
+    let (good, bad) = (output("strong", task), output("gate-fail", task));
+    let run = |python: PathBuf, installed: &'static str| {
+        let (url, good, bad) = (served.url.clone(), good.clone(), bad.clone());
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(python)
+                .arg(root().join("clients/python/test_clients.py"))
+                .current_dir(std::env::temp_dir())
+                .env("REDJURY_URL", url)
+                .env("REDJURY_TEST_TASK", task)
+                .env("REDJURY_TEST_DOCX", good)
+                .env("REDJURY_TEST_BAD_DOCX", bad)
+                .env("REDJURY_TEST_QUEUE", "4")
+                .env("REDJURY_TEST_INSTALLED", installed)
+                .output()
+                .expect("python3 is installed (CI installs it)")
+        })
+    };
+    let out = run(PathBuf::from("python3"), "0").await.unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("Ran 14 tests") && !err.contains("skipped"), "{err}");
+    assert!(err.contains("Ran 19 tests") && !err.contains("skipped"), "{err}");
+    // The same tests with the module from `pip install ./clients/python`
+    // in a fresh virtual environment.
+    let Some(python) = pip_installed_client(&dir) else { return };
+    let out = run(python, "1").await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "installed: {err}");
+    assert!(err.contains("Ran 19 tests") && !err.contains("skipped"), "installed: {err}");
+}
+
+/// A virtual environment with `pip install ./clients/python` done in it,
+/// offline (no build isolation: setuptools and wheel come from the system
+/// Python); its python. None, saying so, where the system Python cannot
+/// (no venv module or no `wheel`), unless REDJURY_REQUIRE_PIP is set (CI).
+fn pip_installed_client(dir: &Path) -> Option<PathBuf> {
+    let venv = dir.join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--system-site-packages"])
+        .arg(&venv)
+        .output()
+        .expect("python3 runs");
+    let has_wheel = std::process::Command::new("python3")
+        .args(["-c", "import setuptools, wheel"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made.status.success() || !has_wheel {
+        assert!(
+            std::env::var_os("REDJURY_REQUIRE_PIP").is_none(),
+            "python3 cannot build the package offline (venv: {}; setuptools and wheel: {has_wheel})",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        eprintln!("SKIPPED the installed-package run: python3 needs venv, setuptools and wheel");
+        return None;
+    }
+    // Built from a copy: a build writes build/ and *.egg-info beside the
+    // sources, and the checkout is not the test's to write.
+    let package = dir.join("package");
+    std::fs::create_dir_all(&package).unwrap();
+    for file in ["pyproject.toml", "README.md", "redjury_client.py"] {
+        std::fs::copy(root().join("clients/python").join(file), package.join(file)).unwrap();
+    }
+    let python = venv.join("bin/python");
+    let pip = std::process::Command::new(&python)
+        .args(["-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", "-q"])
+        .arg(&package)
+        .current_dir(dir)
+        .output()
+        .expect("pip runs");
+    assert!(pip.status.success(), "pip install: {}", String::from_utf8_lossy(&pip.stderr));
+    Some(python)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,29 +19,51 @@ The trainers (configurations that the tests run: clients/python/README.md):
   /abs/path/redjury_client.py` (this file's `reward_func`), with
   `--data.label_key redjury_label`. Before 0.10 the flags were
   `--remote_rm_url` and `--label_key`.
-* TRL (GRPOTrainer): `reward_funcs=[trl_reward_function()]`.
+* TRL (GRPOTrainer): `reward_funcs=[trl_reward_function()]`, or
+  `trl_async_reward_function()` (TRL awaits async reward functions
+  together).
+
+Async forms (`AsyncClient`, `compute_score_async` for verl, the TRL one)
+run the blocking calls on one thread pool per process
+(`REDJURY_MAX_CONCURRENCY` threads, 64 by default), so a trainer's event
+loop is never blocked and its samples go out at once rather than a few
+executor threads at a time.
 
 Requests refused for load (429) or not finished in time (503) are retried
 after the server's Retry-After, with exponential backoff when it gives
 none, until the call's deadline (170 s by default: under OpenRLHF's 180 s
-per request). Anything else the server refuses raises RedjuryError with
-its message. A row the judges could not complete is never a silent 0.
+per request). A call that ends at its deadline without rows (the judges
+slower than the deadline, the server's queue full throughout) raises
+IncompleteError, and every adapter turns that into its trainer's value for
+an incomplete row (`incomplete_rows`); a server that cannot be reached at
+all raises RedjuryError (status 0), as does anything else the server
+refuses, with its message. A row the judges could not complete is never a
+silent 0.
 """
 
+import asyncio
 import base64
+import functools
 import json
 import os
 import random
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 import urllib.error
 import urllib.request
 
 __all__ = [
+    "AsyncClient",
     "Client",
     "RedjuryError",
     "IncompleteError",
     "compute_score",
+    "compute_score_async",
+    "extra_info",
+    "incomplete_rows",
     "reward_func",
+    "trl_async_reward_function",
     "trl_reward_function",
 ]
 
@@ -62,8 +84,9 @@ class RedjuryError(Exception):
 
 
 class IncompleteError(RedjuryError):
-    """Rows stayed incomplete until the call's deadline (a judge is down,
-    stopped, or keeps failing on this output)."""
+    """No complete rows by the call's deadline: the judges could not
+    complete them (a judge down, stopped, or failing on this output), or
+    were slower than the deadline, or the server's queue stayed full."""
 
 
 class Client:
@@ -125,15 +148,12 @@ class Client:
         while True:
             left = until - time.monotonic()
             try:
-                return self._once(method, route, data, max(1.0, min(self.timeout, left)))
+                return self._once(method, route, data, max(0.05, min(self.timeout, left)))
             except _Retry as r:
                 wait = r.wait if r.wait is not None else backoff(attempt, self.max_wait)
                 attempt += 1
                 if time.monotonic() + wait >= until:
-                    if r.status == 503 and isinstance(r.body, dict) and "incomplete" in r.body:
-                        raise IncompleteError(r.status, r.message, r.body) from None
-                    raise RedjuryError(r.status, f"{r.message} (gave up at the call's deadline, "
-                                       f"{self.deadline:.0f} s)", r.body) from None
+                    raise r.at_deadline(self.deadline) from None
                 time.sleep(wait)
 
     def _once(self, method, route, data, timeout):
@@ -150,14 +170,32 @@ class Client:
             if e.code in (429, 503):
                 raise _Retry(e.code, message, body, retry_after(e.headers, self.max_wait))
             raise RedjuryError(e.code, message, body) from None
-        except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
-            raise _Retry(0, f"cannot reach {self.url}: {e}", None, None) from None
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            if isinstance(e, TimeoutError) or isinstance(reason, TimeoutError):
+                # The server took the request and did not answer in time:
+                # the judges are slower than this call may wait.
+                raise _Retry(0, f"no answer from {self.url} in {timeout:.1f} s", None, None,
+                             reached=True) from None
+            raise _Retry(0, f"cannot reach {self.url}: {reason}", None, None) from None
 
 
 class _Retry(Exception):
-    def __init__(self, status, message, body, wait):
+    def __init__(self, status, message, body, wait, reached=None):
         super().__init__(message)
         self.status, self.message, self.body, self.wait = status, message, body, wait
+        # Whether the server took the request (it answered 429/503, or took
+        # it and was too slow) rather than refusing the connection.
+        self.reached = reached if reached is not None else status != 0
+
+    def at_deadline(self, deadline):
+        """What the caller gets when the deadline passes on this failure:
+        IncompleteError when the server took the request (no rows in
+        time), RedjuryError when it could not be reached at all."""
+        message = f"{self.message} (gave up at the call's deadline, {deadline:.0f} s)"
+        if self.reached:
+            return IncompleteError(self.status, message, self.body)
+        return RedjuryError(self.status, message, self.body)
 
 
 def item(task, path=None, docx=None, trial=None, task_spec=None, input_docx=None):
@@ -197,17 +235,59 @@ def backoff(attempt, cap):
     return min(cap, 0.5 * 2 ** attempt) * (0.5 + random.random() / 2)
 
 
+# ---- async -------------------------------------------------------------------
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _executor():
+    """The one thread pool of this process for the async forms
+    (REDJURY_MAX_CONCURRENCY threads, 64 by default)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            size = int(os.environ.get("REDJURY_MAX_CONCURRENCY") or 64)
+            _pool = ThreadPoolExecutor(max_workers=max(1, size), thread_name_prefix="redjury")
+        return _pool
+
+
+class AsyncClient:
+    """The client's calls as coroutines, for a trainer's event loop: each
+    runs on the process's shared thread pool, so the loop is never blocked
+    and many calls are in flight at once. Same arguments and errors as
+    `Client`."""
+
+    def __init__(self, client=None, **kwargs):
+        self.client = client if client is not None else Client(**kwargs)
+
+    async def _run(self, f, *args, **kwargs):
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_executor(), functools.partial(f, *args, **kwargs))
+
+    async def score(self, task, **kwargs):
+        return await self._run(self.client.score, task, **kwargs)
+
+    async def score_batch(self, items, on_incomplete=None):
+        return await self._run(self.client.score_batch, items, on_incomplete=on_incomplete)
+
+    async def tasks(self):
+        return await self._run(self.client.tasks)
+
+
 _shared = None
+_shared_lock = threading.Lock()
 
 
 def shared_client():
     """The client the trainer adapters share (REDJURY_URL, REDJURY_TOKEN,
     REDJURY_DEADLINE in seconds)."""
     global _shared
-    if _shared is None:
-        deadline = float(os.environ.get("REDJURY_DEADLINE", DEFAULT_DEADLINE))
-        _shared = Client(deadline=deadline)
-    return _shared
+    with _shared_lock:
+        if _shared is None:
+            deadline = float(os.environ.get("REDJURY_DEADLINE", DEFAULT_DEADLINE))
+            _shared = Client(deadline=deadline)
+        return _shared
 
 
 def incomplete_value():
@@ -217,6 +297,84 @@ def incomplete_value():
     IncompleteError (never a silent 0)."""
     value = os.environ.get("REDJURY_ON_INCOMPLETE")
     return float(value) if value not in (None, "") else None
+
+
+# ---- what a trainer gets for a row ---------------------------------------------
+
+def incomplete_rows(n, on_incomplete, error):
+    """The rows a call that ended at its deadline stands for: `n` rows
+    with the caller's value for an incomplete row (`on_incomplete`: a
+    number, or "null" for None), shaped as the server's own on_incomplete
+    rows; with no value chosen, `error` (an IncompleteError) is raised.
+    Every adapter comes through here, so the deadline means one thing."""
+    if on_incomplete is None:
+        raise error
+    value = None if on_incomplete == "null" else float(on_incomplete)
+    reason = f"no rows before the call's deadline: {error.message}"
+    return [{"reward": value, "reward_from": "on_incomplete", "status": "incomplete",
+             "gate": None, "penalty": None, "rubrics": [], "reason": reason}
+            for _ in range(n)]
+
+
+def _rows(call, n, on_incomplete):
+    try:
+        return call()
+    except IncompleteError as e:
+        return incomplete_rows(n, on_incomplete, e)
+
+
+async def _rows_async(call, n, on_incomplete):
+    try:
+        return await call()
+    except IncompleteError as e:
+        return incomplete_rows(n, on_incomplete, e)
+
+
+# The reference's rubric categories, each with its own pair of keys (a
+# category outside them counts as "other"): the keys are the same for every
+# sample, as verl requires.
+CATEGORIES = {
+    "Commercial Context": "commercial_context",
+    "Counterparty Acceptance Prediction": "counterparty_acceptance",
+    "Deal-closing Orientation": "deal_closing",
+    "Legal correctness": "legal_correctness",
+    "Negotiation Quality": "negotiation_quality",
+}
+
+
+def extra_info(row):
+    """Per-sample numbers with the same keys for every row: gate_passed,
+    incomplete (1.0 or 0.0), penalty (the weight of the penalties found),
+    rubrics_passed / rubrics_failed / rubrics_undecided (positive rubrics
+    by panel verdict), and per category `earned_<c>` and `possible_<c>`
+    (passed and total positive weight: their batch means give the earned
+    share). A row with no verdicts (incomplete, or a gate failure) has 0
+    for all of them but the flags."""
+    out = {
+        "gate_passed": 1.0 if (row.get("gate") or {}).get("passed") else 0.0,
+        "incomplete": 1.0 if row.get("reward_from") == "on_incomplete"
+        or row.get("status") == "incomplete" else 0.0,
+        "penalty": float(row.get("penalty") or 0.0),
+        "rubrics_passed": 0.0,
+        "rubrics_failed": 0.0,
+        "rubrics_undecided": 0.0,
+    }
+    for key in list(CATEGORIES.values()) + ["other"]:
+        out[f"earned_{key}"] = 0.0
+        out[f"possible_{key}"] = 0.0
+    for rubric in row.get("rubrics") or []:
+        weight = rubric.get("weight") or 0
+        if weight <= 0:
+            continue
+        verdict = rubric.get("verdict")
+        count = {"PASS": "rubrics_passed", "FAIL": "rubrics_failed"}.get(verdict,
+                                                                         "rubrics_undecided")
+        out[count] += 1.0
+        key = CATEGORIES.get(rubric.get("category"), "other")
+        out[f"possible_{key}"] += float(weight)
+        if verdict == "PASS":
+            out[f"earned_{key}"] += float(weight)
+    return out
 
 
 # ---- verl ------------------------------------------------------------------
@@ -233,12 +391,15 @@ def _verl_item(ground_truth, solution_str, extra_info):
 
 
 def _verl_score(row):
-    # Every sample returns the same keys: verl takes the keys of the first.
-    return {
-        "score": float(row["reward"]),
-        "gate_passed": 1.0 if row["gate"]["passed"] else 0.0,
-        "incomplete": 1.0 if row["reward_from"] == "on_incomplete" else 0.0,
-    }
+    # Every sample returns the same keys, numbers only: verl takes the keys
+    # of the first and averages them in its validation metrics.
+    return {"score": float(row["reward"]), **extra_info(row)}
+
+
+def _verl_items(ground_truths, solution_strs, extra_infos):
+    infos = extra_infos if extra_infos is not None else [None] * len(ground_truths)
+    sols = solution_strs if solution_strs is not None else [None] * len(ground_truths)
+    return [_verl_item(g, s, e) for g, s, e in zip(ground_truths, sols, infos)]
 
 
 def compute_score(data_source=None, solution_str=None, ground_truth=None, extra_info=None,
@@ -247,10 +408,12 @@ def compute_score(data_source=None, solution_str=None, ground_truth=None, extra_
     """verl's custom reward function, per sample or per batch.
 
     Per sample (verl 0.9 reward loop, `verl/experimental/reward_loop/
-    reward_manager/naive.py`): called with data_source=, solution_str=,
-    ground_truth=, extra_info= (and the router's keywords, ignored); verl
-    runs samples concurrently in threads. Batch (`verl/workers/
-    reward_manager/batch.py`): called with data_sources=, solution_strs=,
+    reward_manager/naive.py` and `limited.py` — the `rate_limited`
+    manager): called with data_source=, solution_str=, ground_truth=,
+    extra_info= (and the router's keywords, ignored); verl runs a sync
+    function in its loop's default executor. Batch (the legacy `batch`
+    manager, `verl/workers/reward_manager/batch.py`, which verl 0.9.1's
+    reward loop no longer registers): called with data_sources=, solution_strs=,
     ground_truths=, extra_infos=; the batch goes as one request and a list
     comes back in order.
 
@@ -260,16 +423,40 @@ def compute_score(data_source=None, solution_str=None, ground_truth=None, extra_
     response itself when it is a path ending in .docx.
     """
     on_incomplete = incomplete_value()
+    client = shared_client()
     if ground_truths is not None:
-        infos = extra_infos if extra_infos is not None else [None] * len(ground_truths)
-        sols = solution_strs if solution_strs is not None else [None] * len(ground_truths)
-        items = [_verl_item(g, s, e) for g, s, e in zip(ground_truths, sols, infos)]
-        rows = shared_client().score_batch(items, on_incomplete=on_incomplete)
+        items = _verl_items(ground_truths, solution_strs, extra_infos)
+        rows = _rows(lambda: client.score_batch(items, on_incomplete=on_incomplete),
+                     len(items), on_incomplete)
         return [_verl_score(r) for r in rows]
     it = _verl_item(ground_truth, solution_str, extra_info)
-    row = shared_client().score(it["task"], path=it["path"], trial=it["trial"],
-                                on_incomplete=on_incomplete)
-    return _verl_score(row)
+    rows = _rows(lambda: [client.score(it["task"], path=it["path"], trial=it["trial"],
+                                       on_incomplete=on_incomplete)], 1, on_incomplete)
+    return _verl_score(rows[0])
+
+
+async def compute_score_async(data_source=None, solution_str=None, ground_truth=None,
+                              extra_info=None, *, data_sources=None, solution_strs=None,
+                              ground_truths=None, extra_infos=None, **kwargs):
+    """`compute_score` as a coroutine: verl's reward managers await an
+    async custom function on their event loop (`inspect.iscoroutinefunction`
+    in naive.py and limited.py) instead of queueing it on a few executor
+    threads. Name it with `reward.custom_reward_function.name=compute_score_async`."""
+    on_incomplete = incomplete_value()
+    client = AsyncClient(shared_client())
+    if ground_truths is not None:
+        items = _verl_items(ground_truths, solution_strs, extra_infos)
+        rows = await _rows_async(lambda: client.score_batch(items, on_incomplete=on_incomplete),
+                                 len(items), on_incomplete)
+        return [_verl_score(r) for r in rows]
+    it = _verl_item(ground_truth, solution_str, extra_info)
+
+    async def one():
+        return [await client.score(it["task"], path=it["path"], trial=it["trial"],
+                                   on_incomplete=on_incomplete)]
+
+    rows = await _rows_async(one, 1, on_incomplete)
+    return _verl_score(rows[0])
 
 
 # ---- OpenRLHF ----------------------------------------------------------------
@@ -299,11 +486,20 @@ def reward_func(queries, prompts, labels, **kwargs):
 def request_rewards(queries, prompts, labels):
     """The server's answer to OpenRLHF's request, as plain lists, through
     the shared client (its retries and deadline). A row the judges could
-    not complete is REDJURY_ON_INCOMPLETE, or raises IncompleteError."""
+    not complete, or not before the deadline, is REDJURY_ON_INCOMPLETE, or
+    raises IncompleteError. `extra_logs` has the numbers of `extra_info`,
+    each key prefixed `redjury_` (the server computes them)."""
     on_incomplete = incomplete_value()
     route = "/openrlhf" + (f"?on_incomplete={on_incomplete}" if on_incomplete is not None else "")
     body = {"query": list(queries), "prompts": list(prompts), "labels": list(labels)}
-    return shared_client()._post(route, body)
+    try:
+        return shared_client()._post(route, body)
+    except IncompleteError as e:
+        rows = incomplete_rows(len(body["labels"]), on_incomplete, e)
+        rewards = [r["reward"] for r in rows]
+        logs = [extra_info(r) for r in rows]
+        return {"rewards": rewards, "scores": rewards,
+                "extra_logs": {f"redjury_{k}": [x[k] for x in logs] for k in logs[0]}}
 
 
 # ---- TRL ---------------------------------------------------------------------
@@ -311,6 +507,32 @@ def request_rewards(queries, prompts, labels):
 def docx_path_column(i, prompt, completion, kwargs):
     """The rollout's .docx: the dataset's `docx_path` column."""
     return kwargs["docx_path"][i]
+
+
+def _trl_items(prompts, completions, kwargs, docx_from):
+    items = []
+    for i, (p, c) in enumerate(zip(prompts, completions)):
+        doc = docx_from(i, p, c, kwargs)
+        source = {"docx": doc} if isinstance(doc, (bytes, bytearray)) else {"path": doc}
+        trial = kwargs["trial"][i] if "trial" in kwargs else None
+        items.append({"task": kwargs["task"][i], "trial": trial, **source})
+    return items
+
+
+def _trl_rewards(rows, kwargs):
+    """The rewards, with every row's numbers and reasons sent to TRL's
+    completions table (`log_extra`) and their batch means to its metrics
+    (`log_metric`), when TRL passes them."""
+    log_extra, log_metric = kwargs.get("log_extra"), kwargs.get("log_metric")
+    infos = [extra_info(r) for r in rows]
+    if callable(log_extra):
+        for key in infos[0] if infos else []:
+            log_extra(f"redjury_{key}", [x[key] for x in infos])
+        log_extra("redjury_reason", [r.get("reason") or "" for r in rows])
+    if callable(log_metric) and infos:
+        for key in infos[0]:
+            log_metric(f"redjury/{key}", sum(x[key] for x in infos) / len(infos))
+    return [row["reward"] for row in rows]
 
 
 def trl_reward_function(client=None, docx_from=docx_path_column):
@@ -328,20 +550,23 @@ def trl_reward_function(client=None, docx_from=docx_path_column):
     client = client or shared_client()
 
     def redjury(prompts, completions, **kwargs):
-        items = []
-        for i, (p, c) in enumerate(zip(prompts, completions)):
-            doc = docx_from(i, p, c, kwargs)
-            source = {"docx": doc} if isinstance(doc, (bytes, bytearray)) else {"path": doc}
-            trial = kwargs["trial"][i] if "trial" in kwargs else None
-            items.append({"task": kwargs["task"][i], "trial": trial, **source})
-        try:
-            rows = client.score_batch(items, on_incomplete="null")
-        except IncompleteError:
-            return [None] * len(items)
-        except RedjuryError as e:
-            if e.status in (0, 429, 503):  # the deadline passed
-                return [None] * len(items)
-            raise
-        return [row["reward"] for row in rows]
+        items = _trl_items(prompts, completions, kwargs, docx_from)
+        rows = _rows(lambda: client.score_batch(items, on_incomplete="null"), len(items), "null")
+        return _trl_rewards(rows, kwargs)
+
+    return redjury
+
+
+def trl_async_reward_function(client=None, docx_from=docx_path_column):
+    """`trl_reward_function` as a coroutine function: TRL 1.16 awaits async
+    reward functions together (`asyncio.gather` in `_calculate_rewards`),
+    so the judges' wait overlaps the other reward functions'."""
+    client = AsyncClient(client or shared_client())
+
+    async def redjury(prompts, completions, **kwargs):
+        items = _trl_items(prompts, completions, kwargs, docx_from)
+        rows = await _rows_async(lambda: client.score_batch(items, on_incomplete="null"),
+                                 len(items), "null")
+        return _trl_rewards(rows, kwargs)
 
     return redjury

@@ -8,6 +8,7 @@
 //! never turn a row without a reward into a number the caller did not
 //! choose.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -455,6 +456,80 @@ pub(super) fn replies(rows: &[TaskResult], policy: OnIncomplete) -> Result<Vec<V
         }
     }
     if refused.is_empty() { Ok(out) } else { Err(Value::Array(refused)) }
+}
+
+/// The reference's rubric categories and the key each has in a trainer's
+/// logs (a category outside them counts as `other`). The Python adapters
+/// (`clients/python/redjury_client.py`, `CATEGORIES`) use the same keys.
+const LOGGED_CATEGORIES: [(&str, &str); 5] = [
+    ("Commercial Context", "commercial_context"),
+    ("Counterparty Acceptance Prediction", "counterparty_acceptance"),
+    ("Deal-closing Orientation", "deal_closing"),
+    ("Legal correctness", "legal_correctness"),
+    ("Negotiation Quality", "negotiation_quality"),
+];
+
+/// OpenRLHF's `extra_logs` for reply rows: numbers only, the same keys for
+/// every row — the gate and incomplete flags, the penalty weight found,
+/// the positive rubrics by verdict, and per category the weight earned and
+/// possible (their batch means give the earned share). The same numbers as
+/// the Python adapters' `extra_info`, each key prefixed `redjury_`.
+pub(crate) fn extra_logs(rows: &[Value]) -> Value {
+    let categories = LOGGED_CATEGORIES.iter().map(|(_, k)| *k).chain(["other"]);
+    let mut keys: Vec<String> = [
+        "gate_passed",
+        "incomplete",
+        "penalty",
+        "rubrics_passed",
+        "rubrics_failed",
+        "rubrics_undecided",
+    ]
+    .map(String::from)
+    .to_vec();
+    for c in categories {
+        keys.push(format!("earned_{c}"));
+        keys.push(format!("possible_{c}"));
+    }
+    let per_row: Vec<BTreeMap<String, f64>> = rows.iter().map(row_numbers).collect();
+    let logs: serde_json::Map<String, Value> = keys
+        .iter()
+        .map(|k| {
+            let column: Vec<f64> =
+                per_row.iter().map(|r| r.get(k).copied().unwrap_or(0.0)).collect();
+            (format!("redjury_{k}"), json!(column))
+        })
+        .collect();
+    Value::Object(logs)
+}
+
+fn row_numbers(row: &Value) -> BTreeMap<String, f64> {
+    let flag = |b: bool| if b { 1.0 } else { 0.0 };
+    let mut n = BTreeMap::new();
+    n.insert("gate_passed".into(), flag(row["gate"]["passed"] == Value::Bool(true)));
+    let incomplete = row["reward_from"] == "on_incomplete" || row["status"] == "incomplete";
+    n.insert("incomplete".into(), flag(incomplete));
+    n.insert("penalty".into(), row["penalty"].as_f64().unwrap_or(0.0));
+    for rubric in row["rubrics"].as_array().into_iter().flatten() {
+        let weight = rubric["weight"].as_f64().unwrap_or(0.0);
+        if weight <= 0.0 {
+            continue;
+        }
+        let verdict = rubric["verdict"].as_str();
+        let count = match verdict {
+            Some("PASS") => "rubrics_passed",
+            Some("FAIL") => "rubrics_failed",
+            _ => "rubrics_undecided",
+        };
+        *n.entry(count.into()).or_insert(0.0) += 1.0;
+        let category = rubric["category"].as_str().unwrap_or("");
+        let key =
+            LOGGED_CATEGORIES.iter().find(|(c, _)| *c == category).map_or("other", |(_, k)| k);
+        *n.entry(format!("possible_{key}")).or_insert(0.0) += weight;
+        if verdict == Some("PASS") {
+            *n.entry(format!("earned_{key}")).or_insert(0.0) += weight;
+        }
+    }
+    n
 }
 
 #[cfg(test)]

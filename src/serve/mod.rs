@@ -605,16 +605,10 @@ async fn openrlhf(
     let rows = s.submit(work).await?;
     Ok(rows_reply(&s, &rows, policy, |values| {
         let rewards: Vec<Value> = values.iter().map(|v| v["reward"].clone()).collect();
-        let flag = |f: &dyn Fn(&Value) -> bool| -> Vec<f64> {
-            values.iter().map(|v| if f(v) { 1.0 } else { 0.0 }).collect()
-        };
         json!({
             "rewards": rewards,
             "scores": rewards,
-            "extra_logs": {
-                "redjury_gate_passed": flag(&|v| v["gate"]["passed"] == Value::Bool(true)),
-                "redjury_incomplete": flag(&|v| v["reward_from"] == "on_incomplete"),
-            },
+            "extra_logs": api::extra_logs(&values),
         })
     }))
 }
