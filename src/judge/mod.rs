@@ -557,8 +557,12 @@ impl Judge {
         // between this call's first lookup and its lease stored its answer
         // before releasing the lease, so it is found here, not paid twice.
         if let Some(hit) = self.cached(key, prompt, cache).await {
-            let (k, owner) = (key.clone(), self.owner.clone());
-            let _ = cache.blocking(move |c| c.release(&k, &owner)).await;
+            // An answer this process only journaled keeps the lease its
+            // first caller holds until it is stored: releasing it here
+            // would let another process pay for the call again.
+            if !cache.is_journaled(key) {
+                release(cache, key, &self.owner).await;
+            }
             return hit;
         }
         let renew = {
