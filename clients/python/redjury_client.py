@@ -47,6 +47,7 @@ import functools
 import json
 import os
 import random
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -172,7 +173,10 @@ class Client:
             raise RedjuryError(e.code, message, body) from None
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
             reason = getattr(e, "reason", e)
-            if isinstance(e, TimeoutError) or isinstance(reason, TimeoutError):
+            # urllib wraps what fails while connecting and sending in
+            # URLError and lets a timeout waiting for the answer through
+            # bare (socket.timeout is not TimeoutError before Python 3.10).
+            if isinstance(e, (TimeoutError, socket.timeout)) and not isinstance(e, urllib.error.URLError):
                 # The server took the request and did not answer in time:
                 # the judges are slower than this call may wait.
                 raise _Retry(0, f"no answer from {self.url} in {timeout:.1f} s", None, None,

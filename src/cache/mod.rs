@@ -424,6 +424,13 @@ impl Cache {
         held.answers = left;
     }
 
+    /// Tries the answers held in memory again; returns how many are still
+    /// kept nowhere but in memory.
+    pub fn retry_unstored(&self) -> usize {
+        self.retry_held();
+        self.unstored()
+    }
+
     /// Stores every answer waiting in the journal or in memory; returns how
     /// many are still kept nowhere but in memory.
     pub fn settle(&self) -> usize {
@@ -468,11 +475,16 @@ impl Cache {
     /// one left), by its readable lines.
     pub fn journal_lines(&self) -> usize {
         let _reading = self.journal_lock.lock().unwrap_or_else(|p| p.into_inner());
-        std::fs::read_to_string(&self.journal).map_or(0, |text| {
-            text.lines()
+        match std::fs::read_to_string(&self.journal) {
+            Ok(text) => text
+                .lines()
                 .filter(|l| serde_json::from_str::<(CallKey, StoredResponse)>(l).is_ok())
-                .count()
-        })
+                .count(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            // A journal that cannot be read may still hold answers: never
+            // counted as empty.
+            Err(_) => 1,
+        }
     }
 
     /// Stores one answer this process journaled; true once it is stored

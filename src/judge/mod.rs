@@ -592,7 +592,9 @@ impl Judge {
             let settling = cache.settling_guard();
             tokio::spawn(async move {
                 let _settling = settling;
-                loop {
+                // Bounded: an answer the store keeps refusing stays in the
+                // journal (the end of the run names it) and its lease ends.
+                for _ in 0..=store_patience() {
                     let k2 = k.clone();
                     if cache.blocking(move |c| c.store_journaled(&k2)).await {
                         break;

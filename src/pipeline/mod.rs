@@ -89,7 +89,9 @@ impl Unsettled {
         {
             reason = e.message;
         }
-        let held = cache.settle();
+        // The journal was just tried (on a shared store): once per pass,
+        // each try may wait out the statement timeout.
+        let held = if shared { cache.retry_unstored() } else { cache.settle() };
         if let Some(why) = cache.unstored_reason() {
             reason = why;
         }
