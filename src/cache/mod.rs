@@ -19,7 +19,6 @@
 //! ends as a success while a paid answer is kept nowhere.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,6 +32,7 @@ use crate::prompt::Prompt;
 mod batches;
 mod copy;
 mod engine;
+mod journal;
 mod postgres;
 mod sqlite;
 
@@ -181,11 +181,8 @@ pub struct Cache {
     store: Box<dyn Engine>,
     /// The file, or the server's address without its password, for messages.
     location: PathBuf,
-    journal: PathBuf,
-    /// Held across every append to the journal and every emptying of it:
-    /// an answer appended between the emptying's read and its removal of
-    /// the file would be lost.
-    journal_lock: Mutex<()>,
+    /// Shared with every other process that opens this store.
+    journal: journal::Journal,
     /// Answers this process journaled and has not stored since, by call
     /// digest: looked up like stored ones, so that this process never pays
     /// for them again, and stored by their callers while they hold the
@@ -269,8 +266,7 @@ impl Cache {
         let cache = Cache {
             store,
             location,
-            journal,
-            journal_lock: Mutex::default(),
+            journal: journal::Journal::new(journal),
             unsettled: Mutex::default(),
             settling: AtomicUsize::new(0),
             held: Mutex::default(),
@@ -353,17 +349,15 @@ impl Cache {
             let n = self.journal_lost_answers();
             tracing::warn!(
                 "{n} answers this process stored in the lost cache are kept in {}",
-                self.journal.display()
+                self.journal.path().display()
             );
         }
         match self.journal_answer(key, r) {
             Ok(()) => {
                 tracing::warn!(
                     "{e}; the answer is kept in {} and stored when the cache can take it",
-                    self.journal.display()
+                    self.journal.path().display()
                 );
-                let mut unsettled = self.unsettled.lock().unwrap_or_else(|p| p.into_inner());
-                unsettled.insert(key.digest(), (key.clone(), r.clone()));
                 Ok(Kept::Journaled)
             }
             Err(j) => {
@@ -373,7 +367,7 @@ impl Cache {
                 Err(self.err(format!(
                     "{}; the journal {} cannot take it either ({}): it is held in memory ({} held) until one of them can",
                     e.message,
-                    self.journal.display(),
+                    self.journal.path().display(),
                     j.message,
                     held.answers.len()
                 )))
@@ -381,20 +375,14 @@ impl Cache {
         }
     }
 
-    /// Appends one answer to the journal, synced. Each line starts on a
-    /// line of its own: a line cut short by a full disk never swallows the
-    /// next one.
+    /// Appends one answer to the journal, synced, and remembers it as
+    /// this process's until it is stored.
     fn journal_answer(&self, key: &CallKey, r: &StoredResponse) -> Result<(), CacheError> {
         let line = serde_json::to_string(&(key, r)).map_err(|e| self.err(e))?;
-        let _appending = self.journal_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.journal)
-            .map_err(|e| self.err(e))?;
-        f.write_all(format!("\n{line}\n").as_bytes())
-            .and_then(|()| f.sync_all())
-            .map_err(|e| self.err(e))
+        self.journal.append(&line).map_err(|e| self.err(e))?;
+        let mut unsettled = self.unsettled.lock().unwrap_or_else(|p| p.into_inner());
+        unsettled.insert(key.digest(), (key.clone(), r.clone()));
+        Ok(())
     }
 
     /// Tries to store (or journal) every answer held in memory.
@@ -458,7 +446,7 @@ impl Cache {
 
     /// The journal beside the store.
     pub fn journal_path(&self) -> &Path {
-        &self.journal
+        self.journal.path()
     }
 
     /// Whether this call's answer is journaled and not stored yet.
@@ -469,13 +457,12 @@ impl Cache {
     /// Answers waiting in the journal (this process's and any an earlier
     /// one left), by its readable lines.
     pub fn journal_lines(&self) -> usize {
-        let _reading = self.journal_lock.lock().unwrap_or_else(|p| p.into_inner());
-        match std::fs::read_to_string(&self.journal) {
-            Ok(text) => text
+        match self.journal.read() {
+            Ok(Some(text)) => text
                 .lines()
                 .filter(|l| serde_json::from_str::<(CallKey, StoredResponse)>(l).is_ok())
                 .count(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Ok(None) => 0,
             // A journal that cannot be read may still hold answers: never
             // counted as empty.
             Err(_) => 1,
@@ -514,14 +501,25 @@ impl Cache {
         self.settling.load(Ordering::SeqCst)
     }
 
-    /// Stores every answer waiting in the journal, then removes it. Leaves
-    /// the journal in place (and says so) while the database is locked.
+    /// Stores every answer waiting in the journal (this process's and any
+    /// other's), then removes it; then stores from memory this process's
+    /// journaled answers the file no longer held (another process emptied
+    /// it first). Leaves the journal in place (and says so) while the store
+    /// cannot take its answers.
     pub fn flush_journal(&self) -> Result<usize, CacheError> {
-        let _emptying = self.journal_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let journal = self.journal.clone();
-        let stored = self.store_answers_from(&journal)?;
-        // Everything this process journaled was in the file just stored.
-        self.unsettled.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        let mut stored_digests = Vec::new();
+        let stored = self.store_lines(&self.journal, |key| stored_digests.push(key.digest()))?;
+        let mut unsettled = self.unsettled.lock().unwrap_or_else(|p| p.into_inner());
+        for digest in stored_digests {
+            unsettled.remove(&digest);
+        }
+        let rest: Vec<(String, CallKey, StoredResponse)> =
+            unsettled.iter().map(|(d, (k, r))| (d.clone(), k.clone(), r.clone())).collect();
+        drop(unsettled);
+        for (digest, key, r) in rest {
+            self.put_response(&key, &r)?;
+            self.unsettled.lock().unwrap_or_else(|p| p.into_inner()).remove(&digest);
+        }
         Ok(stored)
     }
 
@@ -530,28 +528,36 @@ impl Cache {
     /// place when the store cannot take them all. Returns how many were
     /// stored.
     pub fn store_answers_from(&self, file: &Path) -> Result<usize, CacheError> {
-        let text = match std::fs::read_to_string(file) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(self.err(format!("{}: {e}", file.display()))),
-        };
-        let mut stored = 0;
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        self.store_lines(&journal::Journal::new(file.to_path_buf()), |_| {})
+    }
+
+    fn store_lines(
+        &self,
+        file: &journal::Journal,
+        mut stored: impl FnMut(&CallKey),
+    ) -> Result<usize, CacheError> {
+        let mut count = 0;
+        let emptied = file.empty(|line| -> Result<(), CacheError> {
             // A line cut short by a crash while appending holds no answer.
             let Ok((key, r)) = serde_json::from_str::<(CallKey, StoredResponse)>(line) else {
-                continue;
+                return Ok(());
             };
-            if let Err(e) = self.put_response(&key, &r) {
-                return Err(self.err(format!(
-                    "{}; {} keeps its answers for the next run",
-                    e.message,
-                    file.display()
-                )));
+            self.put_response(&key, &r)?;
+            stored(&key);
+            count += 1;
+            Ok(())
+        });
+        match emptied {
+            Ok(_) => Ok(count),
+            Err(journal::Stopped::File(e)) => {
+                Err(self.err(format!("{}: {e}", file.path().display())))
             }
-            stored += 1;
+            Err(journal::Stopped::Store(e)) => Err(self.err(format!(
+                "{}; {} keeps its answers for the next run",
+                e.message,
+                file.path().display()
+            ))),
         }
-        std::fs::remove_file(file).map_err(|e| self.err(e))?;
-        Ok(stored)
     }
 
     /// The answers held in memory, as lines of the journal's format, for
@@ -833,12 +839,42 @@ mod tests {
         let other = rusqlite::Connection::open(&path).expect("second connection");
         other.execute_batch("BEGIN EXCLUSIVE").expect("lock");
         cache.keep_response(&key(7), &response()).expect("kept");
-        assert!(cache.journal.exists(), "the answer waits in the journal");
+        assert!(cache.journal.path().exists(), "the answer waits in the journal");
         assert!(cache.flush_journal().is_err(), "still locked: nothing stored, nothing lost");
         other.execute_batch("COMMIT").expect("unlock");
         assert_eq!(cache.flush_journal().ok(), Some(1));
-        assert!(!cache.journal.exists());
+        assert!(!cache.journal.path().exists());
         assert_eq!(cache.get_response(&key(7)).ok().flatten(), Some(response()));
+    }
+
+    /// Regression: two processes opening one store share its journal; one
+    /// emptying it (read, store, remove) while the other appended lost the
+    /// appended line, and the appender's own emptying then forgot it too.
+    #[test]
+    fn two_processes_sharing_a_journal_lose_no_answer() {
+        let (_dir, path) = temp("shared-journal");
+        let appender = Arc::new(Cache::open(&path).expect("opens"));
+        let emptier = Cache::open(&path).expect("opens");
+        let n = 300;
+        let writing = {
+            let appender = appender.clone();
+            std::thread::spawn(move || {
+                for i in 0..n {
+                    appender.journal_answer(&key(i), &response()).expect("journaled");
+                    let mut unsettled = appender.unsettled.lock().expect("lock");
+                    unsettled.insert(key(i).digest(), (key(i), response()));
+                }
+            })
+        };
+        while !writing.is_finished() {
+            let _ = emptier.flush_journal();
+        }
+        writing.join().expect("appender");
+        appender.flush_journal().expect("stored");
+        let fresh = Cache::open(&path).expect("opens");
+        let missing: Vec<u32> =
+            (0..n).filter(|&i| fresh.get_response(&key(i)).ok().flatten().is_none()).collect();
+        assert_eq!(missing, Vec::<u32>::new(), "answers neither stored nor journaled");
     }
 
     /// A journaled answer is this process's to find at once (it is never
@@ -860,7 +896,10 @@ mod tests {
         other.execute_batch("COMMIT").expect("unlock");
         assert!(cache.store_journaled(&key(3)));
         assert!(!cache.is_journaled(&key(3)));
-        assert!(!cache.journal.exists(), "the last journaled answer stored: the journal is gone");
+        assert!(
+            !cache.journal.path().exists(),
+            "the last journaled answer stored: the journal is gone"
+        );
         let fresh = Cache::open(&path).expect("another opener");
         assert_eq!(fresh.get_response(&key(3)).ok().flatten(), Some(response()));
         assert_eq!(cache.keep_response(&key(4), &response()).ok(), Some(Kept::Stored));
@@ -954,7 +993,7 @@ mod tests {
             .pragma_update(None, "max_page_count", pages)
             .expect("full");
         let big = StoredResponse { text: "x".repeat(64 << 10), ..response() };
-        std::fs::create_dir(&cache.journal).expect("the journal path is taken");
+        std::fs::create_dir(cache.journal.path()).expect("the journal path is taken");
         let e = cache.keep_response(&key(1), &big).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("held in memory (1 held)"), "{e}");
         assert_eq!(cache.unstored(), 1);
@@ -964,7 +1003,7 @@ mod tests {
             cache.unstored_reason()
         );
         assert_eq!(cache.settle(), 1, "still nowhere to put it");
-        std::fs::remove_dir(&cache.journal).expect("journal freed");
+        std::fs::remove_dir(cache.journal.path()).expect("journal freed");
         cache
             .store
             .as_sqlite()
@@ -1035,7 +1074,7 @@ mod tests {
         let third = cache.put_response(&key(3), &response());
         assert!(third.is_err(), "no write into a ghost: {:?} {:?}", third, cache.notes());
         assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some("not a database"));
-        let journal = std::fs::read_to_string(&cache.journal).expect("journal");
+        let journal = std::fs::read_to_string(cache.journal.path()).expect("journal");
         let lines = journal.lines().filter(|l| !l.is_empty()).count();
         assert_eq!(lines, 2, "this answer and the one stored in the lost file: {journal}");
         assert!(cache.notes().iter().any(|n| n.contains("replaced by another file")));

@@ -634,7 +634,7 @@ async fn finish(
         tracing::warn!("{e}");
     }
     if unsettled.held > 0 {
-        return Err(unstored(scorer, unsettled.held, &settings.out));
+        return Err(unstored(scorer, &unsettled, &settings.out));
     }
     if unsettled.journaled > 0 {
         return Err(RunError::Journaled {
@@ -651,7 +651,7 @@ async fn finish(
 /// The answers still held in memory, saved in the results folder when it
 /// can take them (the next run into it stores them), and the error that
 /// says where they are.
-fn unstored(scorer: &Scorer, held: usize, out: &Path) -> RunError {
+fn unstored(scorer: &Scorer, unsettled: &super::Unsettled, out: &Path) -> RunError {
     let cache = scorer.cache();
     let file = out.join(PENDING_ANSWERS);
     let lines = cache.held_lines().join("\n");
@@ -666,8 +666,17 @@ fn unstored(scorer: &Scorer, held: usize, out: &Path) -> RunError {
             file.display()
         ),
     };
+    // Both can happen at once (the store down, then the journal's disk
+    // full): the error names every place an answer waits.
+    let kept = match unsettled.journaled {
+        0 => kept,
+        n => format!(
+            "{kept}; {n} more are kept in {}, not in the store yet, and the next run with this cache, from this folder, stores them first",
+            unsettled.journal.display()
+        ),
+    };
     RunError::Unstored {
-        held,
+        held: unsettled.held,
         cache: cache.path().to_path_buf(),
         reason: cache.unstored_reason().unwrap_or_default(),
         kept,
