@@ -343,6 +343,62 @@ async fn shutdown_ends_with_the_grace_period_and_says_what_was_left() {
     assert!(text.contains("grace period ran out"), "{text}");
 }
 
+/// Regression (issue 37): after `--grace` had run out, `serve` still
+/// started a fresh judge retry (and dropped it 0.3 s later), and the work
+/// it cut short could reach the results log as rows nobody was answered
+/// with. Judges that keep failing with 503 are retried until the grace
+/// period ends; none is asked after it, and no row is logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_judge_attempt_starts_after_the_grace_period_ran_out() {
+    let dir = temp_dir("serve-grace-retry");
+    let overloaded = |_: &'static str| -> Handler {
+        Arc::new(|_req: &Recorded, _| {
+            let body = r#"{"error":{"message":"overloaded","type":"server_error"}}"#;
+            Action::StatusLater(Duration::from_millis(100), 503, body.into())
+        })
+    };
+    let handlers = [overloaded("openai"), overloaded("anthropic"), overloaded("gemini")];
+    let (panel, servers) = panel_of(&dir, 2, handlers).await;
+    // Retries every second or so, for far longer than the grace period.
+    let text = std::fs::read_to_string(&panel)
+        .unwrap()
+        .replace("max_attempts = 2", "max_attempts = 20\nretry_max_secs = 1");
+    std::fs::write(&panel, text).unwrap();
+    let served_dir = dir.join("served");
+    let mut served =
+        start(&dir, serve_args(&panel, &dir, &["--grace", "2", "--out", &p(&served_dir)]));
+    let task = "redline-s1-t1-g01a";
+    let body = json!({"task": task, "docx_base64": b64(&output("strong", task))});
+    let url = format!("{}/v1/score", served.url);
+    let client = reqwest::Client::new();
+    let pending = tokio::spawn(async move {
+        let reply = client.post(&url).json(&body).send().await;
+        (reply, std::time::Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    served.term();
+    assert_eq!(served.wait(Duration::from_secs(15)), Some(1), "{}", served.stderr());
+    let (reply, answered_at) = tokio::time::timeout(Duration::from_secs(5), pending)
+        .await
+        .expect("the request ended when the process did")
+        .unwrap();
+    assert_eq!(reply.expect("an answer, not a dropped connection").status().as_u16(), 503);
+    let asked: Vec<usize> = servers.iter().map(|s| s.requests().len()).collect();
+    assert!(asked.iter().all(|n| *n >= 2), "each judge was retried in the grace period: {asked:?}");
+    // The 503 goes out as the judges are stopped; a request already on
+    // its way then may land a moment later, a retry started after would
+    // land a second or more later.
+    let late: Vec<Duration> = servers
+        .iter()
+        .flat_map(|s| s.requests())
+        .filter_map(|r| r.at.checked_duration_since(answered_at))
+        .filter(|after| *after > Duration::from_millis(300))
+        .collect();
+    assert!(late.is_empty(), "judge requests after the grace period ran out: {late:?}");
+    let logged = std::fs::read_to_string(served_dir.join("results.jsonl")).unwrap_or_default();
+    assert!(!logged.contains(task), "a cut-off row reached the results log: {logged}");
+}
+
 /// Regression: a path outside --allow-path answered 403 when it existed
 /// and 400 "No such file or directory" when it did not (and a dangling
 /// symlink inside said 400 too), so a client could probe which files

@@ -369,6 +369,20 @@ impl Judge {
         });
     }
 
+    /// Stops traffic to the judge because the process is ending, not
+    /// because the judge failed: a call waiting for its turn or its next
+    /// retry ends at once, and no request starts after this.
+    pub fn halt(&self, reason: &str) {
+        self.stopped.send_if_modified(|stopped| {
+            if stopped.is_some() {
+                return false;
+            }
+            tracing::info!("judge '{}': {reason}; no more calls go to it", self.config.name);
+            *stopped = Some(reason.to_string());
+            true
+        });
+    }
+
     /// Answers already stored for these calls, looked up in one trip off
     /// the async workers (a warm rerun of 10,000 outputs would otherwise
     /// wake a blocking thread once per call); `None` where the cache has no

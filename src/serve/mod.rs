@@ -218,45 +218,52 @@ impl Service {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<ServeEnd, ServeError> {
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        // The grace period counts from the stop signal, whatever happens
+        // after it.
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(None::<Instant>);
         let this = self.clone();
         let signal = async move {
             shutdown.await;
             this.closing.store(true, Ordering::SeqCst);
-            let _ = stop_tx.send(true);
+            let _ = stop_tx.send(Some(Instant::now()));
         };
         tokio::spawn(signal);
         let mut drained = stop_rx.clone();
         let mut server = tokio::spawn(
             axum::serve(listener, self.router())
                 .with_graceful_shutdown(async move {
-                    let _ = drained.wait_for(|stop| *stop).await;
+                    let _ = drained.wait_for(Option::is_some).await;
                 })
                 .into_future(),
         );
-        let mut grace_rx = stop_rx;
+        let mut grace_rx = stop_rx.clone();
         let grace = self.options.grace;
         let deadline = async move {
-            let _ = grace_rx.wait_for(|stop| *stop).await;
-            tokio::time::sleep(grace).await;
+            let stopped_at = match grace_rx.wait_for(Option::is_some).await {
+                Ok(at) => at.unwrap_or_else(Instant::now),
+                Err(_) => Instant::now(),
+            };
+            tokio::time::sleep_until((stopped_at + grace).into()).await;
         };
-        let started = tokio::select! {
+        let cut_off = tokio::select! {
             r = &mut server => {
                 let served = r.map_err(|e| ServeError::Io { what: "serving".into(), source: std::io::Error::other(e) })?;
                 served.map_err(|source| ServeError::Io { what: "serving".into(), source })?;
-                Instant::now()
+                None
             }
-            _ = deadline => {
-                // Callers still waiting get 503 + Retry-After, not a
-                // dropped connection: give their replies a moment to go out.
-                self.expired.send_replace(true);
-                let _ = tokio::time::timeout(Duration::from_secs(2), &mut server).await;
-                server.abort();
-                Instant::now()
+            _ = deadline => Some(self.expire(&mut server).await),
+        };
+        let unfinished = match cut_off {
+            Some(unfinished) => unfinished,
+            None => {
+                let stopped_at = (*stop_rx.borrow()).unwrap_or_else(Instant::now);
+                let left = grace.saturating_sub(stopped_at.elapsed());
+                match self.drain(left).await {
+                    0 => 0,
+                    _ => self.expire(&mut server).await,
+                }
             }
         };
-        let left = grace.saturating_sub(started.elapsed());
-        let unfinished = self.drain(left).await;
         let left = self.scorer.settle_store().await;
         self.finish();
         Ok(ServeEnd {
@@ -265,6 +272,25 @@ impl Service {
             journaled: left.journaled,
             journal: left.journal,
         })
+    }
+
+    /// Ends the grace period: counts the outputs still being scored, stops
+    /// every judge (no attempt or retry starts after this; answers already
+    /// received are in the cache), and answers callers still waiting 503
+    /// with `Retry-After` rather than a dropped connection.
+    async fn expire(&self, server: &mut tokio::task::JoinHandle<std::io::Result<()>>) -> usize {
+        let unfinished = self.options.queue - self.queue.available_permits();
+        // Set before the judges stop, so that work they cut short is not
+        // logged as rows its callers were never answered with.
+        self.expired.send_replace(true);
+        for judge in self.scorer.judges() {
+            judge.halt("the server's grace period ran out");
+        }
+        if !server.is_finished() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), &mut *server).await;
+            server.abort();
+        }
+        unfinished
     }
 
     /// Waits up to `left` for accepted work; returns how many outputs are
@@ -389,6 +415,11 @@ impl Service {
             .map(|p| p.prompt.as_ref().map(|q| PromptRecord::of(&p.row.task, &p.row.trial, q)))
             .collect();
         let rows = self.scorer.judge(prepared, &Silent).await;
+        if *self.expired.borrow() {
+            // Cut short by the end of the grace period: these rows were not
+            // answered, and the same request sent again is scored afresh.
+            return rows;
+        }
         for ((row, prompt), document) in rows.iter().zip(&prompts).zip(&documents) {
             self.metrics.row(row.status);
             if let Some(log) = &self.log
