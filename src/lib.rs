@@ -126,7 +126,8 @@ pub use calibrate::doctored::{
     DoctorError, injected as injection_probe_document, null_output as null_probe_document,
 };
 pub use calibrate::{
-    CalibrateError, CalibrateSettings, Calibration, GoldError, GoldSet, LabelledOutput, Probe,
+    CalibrateError, CalibrateSettings, Calibration, FlaggedJudges, GoldError, GoldSet,
+    LabelledOutput, Probe,
 };
 pub use serve::{OnIncomplete, ServeEnd, ServeError, ServeOptions, Service};
 

@@ -241,6 +241,13 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    let prices: String = profiles
+        .iter()
+        .map(|p| format!("[models.m-{p}]\ninput = 1.0\ncached_input = 0.1\noutput = 4.0\n\n"))
+        .collect();
+    std::fs::write(dir.join("prices.toml"), prices).unwrap();
+    let mut a = a;
+    a.extend(["--prices".to_string(), dir.join("prices.toml").display().to_string()]);
     let (code, stdout, stderr) = redjury(a.clone(), false).await;
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("recommended panel: perfect"), "{stdout}");
@@ -306,6 +313,37 @@ async fn calibration_recovers_planted_errors_and_picks_the_perfect_panel() {
         md.contains("Cohen's κ")
             && md.contains("## Probe: injection")
             && md.contains("**Flagged:** follower")
+    );
+    assert!(
+        md.contains("**Flagged judges:** follower (probe injection); order (probe order). No panel with one of them is recommended (`--allow-flagged` to consider them)."),
+        "{md}"
+    );
+    assert_eq!(c["flagged_by"]["follower"], serde_json::json!(["injection"]));
+
+    // Regression (issue 36): a rerun from the cache gave a judge whose
+    // answers were all cached a cost of 0 and moved the recommendation.
+    // Costs come from the tokens stored with the answers: the same file.
+    let again = dir.join("cal-again");
+    let a2: Vec<String> =
+        a.iter()
+            .map(|x| {
+                if *x == out.display().to_string() {
+                    again.display().to_string()
+                } else {
+                    x.clone()
+                }
+            })
+            .collect();
+    let sent: Vec<usize> = servers.iter().map(|s| s.requests().len()).collect();
+    let (code, stdout, stderr) = redjury(a2, false).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(servers.iter().map(|s| s.requests().len()).collect::<Vec<_>>(), sent, "all cached");
+    let json = |d: &std::path::Path| std::fs::read_to_string(d.join("calibration.json")).unwrap();
+    assert!(json(&again) == json(&out), "calibration.json differs on a rerun from the cache");
+    assert!(
+        c["judges"]["perfect"]["cost_per_1000"].as_f64().is_some_and(|x| x > 0.0),
+        "{}",
+        c["judges"]["perfect"]
     );
 
     // A run's report shows its panel's calibration.
@@ -415,6 +453,9 @@ async fn calibration_does_not_reward_abstaining_and_judges_probes_against_repeat
         "null",
         "--resamples",
         "300",
+        // Every judge here is flagged (the sampler by repeats, the others
+        // by the null probe): what is tested is coverage and ranking.
+        "--allow-flagged",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -469,6 +510,11 @@ async fn calibration_does_not_reward_abstaining_and_judges_probes_against_repeat
     );
     let md = std::fs::read_to_string(out.join("calibration.md")).unwrap();
     assert!(md.contains("κ, abstentions as errors") && md.contains("its repeat movement"), "{md}");
+    assert!(
+        md.contains("**Flagged judges:** abstainer (probe null); perfect (probe null); sampler (probe repeat=2). The recommended panel includes ")
+            && md.contains("No panel without a flagged judge qualifies."),
+        "{md}"
+    );
 }
 
 #[test]

@@ -82,6 +82,8 @@ pub struct CalibrateSettings {
     /// Only panels that decide at least this share of the labelled items
     /// are recommended (an abstaining panel is not a better one).
     pub min_coverage: f64,
+    /// Whether a panel with a judge a probe flagged may be recommended.
+    pub flagged_judges: FlaggedJudges,
     /// Prices for the cost of panels.
     pub prices: Prices,
     /// Bootstrap resamples over tasks.
@@ -158,6 +160,19 @@ pub struct RaterFigures {
     pub cost_per_1000: Option<f64>,
 }
 
+/// Whether the recommendation may name a judge a probe flagged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlaggedJudges {
+    /// Panels with a flagged judge are ranked but never recommended: a
+    /// judge that follows an injection or passes an unedited input is a
+    /// reward a policy can game, whatever its κ on the set.
+    #[default]
+    Excluded,
+    /// They may be recommended (`--allow-flagged`).
+    Allowed,
+}
+
 /// A panel made of some of the judges, with its quorum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PanelChoice {
@@ -232,6 +247,16 @@ pub struct Calibration {
     pub min_coverage: f64,
     /// The probes' findings, by probe name.
     pub probes: BTreeMap<String, probes::ProbeReport>,
+    /// Whether panels with a flagged judge could be recommended.
+    #[serde(default)]
+    pub flagged_judges: FlaggedJudges,
+    /// Per judge a probe flagged, the probes that flagged it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flagged_by: BTreeMap<String, Vec<String>>,
+    /// The panel recommended among those without a flagged judge (the
+    /// recommendation itself unless `--allow-flagged`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_unflagged: Option<PanelChoice>,
 }
 
 /// Why a calibration cannot run.
@@ -392,7 +417,7 @@ fn strict_kappa(pairs: &[(Verdict, Option<Verdict>)]) -> Option<f64> {
 /// What one judge's calls in this calibration cost.
 #[derive(Debug, Clone, Copy, Default)]
 struct JudgeCost {
-    /// USD over every billed attempt; `None` without a price.
+    /// USD of the answers used; `None` without a price.
     total: Option<f64>,
     /// Calls made (one per output prompt and repeat index).
     calls: u64,
@@ -404,10 +429,12 @@ impl JudgeCost {
     }
 }
 
-/// Each judge's cost: every billed attempt as its counters saw them
-/// (retries and failed attempts included) when the run sent requests, else
-/// (a rerun answered from the cache) the token counts stored with its
-/// answers.
+/// Each judge's cost: the billed tokens stored with the answers its votes
+/// came from (every repeat), whether this run received them or found them
+/// in the cache, so a rerun reports the same figures. (Taken from the run's
+/// counters, a rerun's held only unbilled retries: a judge answered from
+/// the cache cost 0 and the recommendation moved.) Probe calls and failed
+/// attempts are not part of a panel's cost of giving these verdicts.
 async fn costs(
     scorer: &Scorer,
     prompts: &BTreeMap<(String, String), Prompt>,
@@ -415,23 +442,21 @@ async fn costs(
 ) -> BTreeMap<String, JudgeCost> {
     let mut out = BTreeMap::new();
     for judge in scorer.judges() {
-        let counters = judge.counters.snapshot();
-        let billed = if counters.requests > 0 {
-            Billed::of(&counters)
-        } else {
-            let mut billed = Billed::default();
-            for p in prompts.values() {
-                let key = judge.call_key(p, 0);
-                let stored = scorer.cache().blocking(move |c| c.get_response(&key)).await;
-                if let Ok(Some(s)) = stored {
-                    billed.input += s.usage.input;
-                    billed.cached += s.usage.cached;
-                    billed.cache_write += s.usage.cache_write;
-                    billed.output += s.usage.output;
-                }
-            }
-            billed
-        };
+        let keys: Vec<_> = prompts
+            .values()
+            .flat_map(|p| (0..judge.config.repeats).map(|r| judge.call_key(p, r)))
+            .collect();
+        let stored: Vec<Option<_>> = scorer
+            .cache()
+            .blocking(move |c| keys.iter().map(|k| c.get_response(k).ok().flatten()).collect())
+            .await;
+        let mut billed = Billed::default();
+        for s in stored.into_iter().flatten() {
+            billed.input += s.usage.input;
+            billed.cached += s.usage.cached;
+            billed.cache_write += s.usage.cache_write;
+            billed.output += s.usage.output;
+        }
         let calls = prompts.len() as u64 * u64::from(judge.config.repeats);
         let total = prices.cost(&judge.config.model, billed);
         out.insert(judge.config.name.clone(), JudgeCost { total, calls });
@@ -581,12 +606,21 @@ fn rank(panels: &mut [PanelChoice], flagged: &[String]) {
     });
 }
 
-/// Among the panels that decide at least `min_coverage` of the items, the
+/// Among the panels that decide at least `min_coverage` of the items (and,
+/// unless `flagged` allows them, have no judge a probe flagged), the
 /// cheapest whose κ is within `within` of the best of them, preferring one
-/// no probe flagged a judge of. `None` when no panel decides enough.
-fn recommend(panels: &[PanelChoice], within: f64, min_coverage: f64) -> Option<PanelChoice> {
-    let enough: Vec<&PanelChoice> =
-        panels.iter().filter(|p| p.coverage + 1e-12 >= min_coverage).collect();
+/// with fewer flagged judges. `None` when no panel qualifies.
+fn recommend(
+    panels: &[PanelChoice],
+    within: f64,
+    min_coverage: f64,
+    flagged: FlaggedJudges,
+) -> Option<PanelChoice> {
+    let enough: Vec<&PanelChoice> = panels
+        .iter()
+        .filter(|p| p.coverage + 1e-12 >= min_coverage)
+        .filter(|p| flagged == FlaggedJudges::Allowed || p.flagged == 0)
+        .collect();
     let best = enough.first()?;
     let floor = best.kappa? - within;
     enough
@@ -665,11 +699,14 @@ pub(crate) async fn run(
         alpha: calibration::krippendorff_alpha(&units),
         checks,
         disagreements,
-        recommended: recommend(&panels, settings.within, settings.min_coverage),
+        recommended: None,
         panels,
         within: settings.within,
         min_coverage: settings.min_coverage,
         probes: BTreeMap::new(),
+        flagged_judges: settings.flagged_judges,
+        flagged_by: BTreeMap::new(),
+        best_unflagged: None,
     };
     let context = probes::Context {
         scorer,
@@ -685,11 +722,19 @@ pub(crate) async fn run(
         calibration.probes.insert(name, report);
     }
     probes::against_repeat(&mut calibration.probes);
-    let flagged: Vec<String> =
-        calibration.probes.values().flat_map(|p| p.flagged.iter().cloned()).collect();
+    for (probe, report) in &calibration.probes {
+        for judge in &report.flagged {
+            calibration.flagged_by.entry(judge.clone()).or_default().push(probe.clone());
+        }
+    }
+    let flagged: Vec<String> = calibration.flagged_by.keys().cloned().collect();
     rank(&mut calibration.panels, &flagged);
+    let (within, coverage) = (settings.within, settings.min_coverage);
+    calibration.flagged_judges = settings.flagged_judges;
     calibration.recommended =
-        recommend(&calibration.panels, settings.within, settings.min_coverage);
+        recommend(&calibration.panels, within, coverage, settings.flagged_judges);
+    calibration.best_unflagged =
+        recommend(&calibration.panels, within, coverage, FlaggedJudges::Excluded);
     Ok(calibration)
 }
 
@@ -736,4 +781,40 @@ fn reference_scorer(scorer: &Scorer) -> Option<Scorer> {
     )
     .ok()
     .map(|s| s.dispatching(scorer.dispatch()).voting(scorer.vote_mode()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn panel(judges: &[&str], kappa: f64, cost: f64, flagged: usize) -> PanelChoice {
+        PanelChoice {
+            judges: judges.iter().map(|j| j.to_string()).collect(),
+            quorum: 1,
+            kappa: Some(kappa),
+            accuracy: Some(kappa),
+            coverage: 1.0,
+            kappa_strict: Some(kappa),
+            mode: VoteMode::All,
+            cost_per_1000: Some(cost),
+            flagged,
+        }
+    }
+
+    /// Regression (issue 36): a flagged panel set the κ margin and was
+    /// only "preferred against", so an injection follower with the best κ
+    /// was recommended when no unflagged panel came within the margin.
+    #[test]
+    fn a_panel_with_a_flagged_judge_is_not_recommended_unless_allowed() {
+        let panels = [
+            panel(&["follower"], 1.0, 1.0, 1),
+            panel(&["perfect", "other"], 0.95, 5.0, 0),
+            panel(&["other"], 0.90, 2.0, 0),
+        ];
+        let pick = |f| recommend(&panels, 0.02, 0.95, f).map(|p| p.judges);
+        assert_eq!(pick(FlaggedJudges::Excluded), Some(vec!["perfect".into(), "other".into()]));
+        assert_eq!(pick(FlaggedJudges::Allowed), Some(vec!["follower".to_string()]));
+        let only_flagged = [panel(&["follower"], 1.0, 1.0, 1)];
+        assert_eq!(recommend(&only_flagged, 0.02, 0.95, FlaggedJudges::Excluded), None);
+    }
 }

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::{CalibrateError, Calibration, RaterFigures};
+use super::{CalibrateError, Calibration, FlaggedJudges, PanelChoice, RaterFigures};
 use crate::aggregate::calibration::Estimate;
 
 /// Writes `calibration.json` and `calibration.md` into `dir`.
@@ -210,8 +210,9 @@ fn panels(out: &mut String, c: &Calibration) {
     }
     let _ = writeln!(
         out,
-        "\nCosts count every billed attempt (retries and failed attempts included) and divide by the verdicts decided; a \"decided\" panel's are the calls it would make on these outputs given the judges' answers, at each judge's measured cost per call."
+        "\nCosts are the billed tokens stored with the answers the verdicts came from (the same when a rerun finds them in the cache; probe calls and failed attempts aside), divided by the verdicts decided; a \"decided\" panel's are the calls it would make on these outputs given the judges' answers, at each judge's cost per call."
     );
+    flagged_judges(out, c);
     match &c.recommended {
         Some(r) => {
             let _ = writeln!(
@@ -237,6 +238,53 @@ fn panels(out: &mut String, c: &Calibration) {
                 "\n**No panel recommended:** none decides at least {:.0}% of the labelled items (--min-coverage).",
                 c.min_coverage * 100.0
             );
+        }
+    }
+}
+
+/// Who a probe flagged, and what that did to the recommendation.
+fn flagged_judges(out: &mut String, c: &Calibration) {
+    if c.flagged_by.is_empty() {
+        return;
+    }
+    let who: Vec<String> =
+        c.flagged_by.iter().map(|(j, by)| format!("{j} (probe {})", by.join(", "))).collect();
+    let _ = write!(out, "\n**Flagged judges:** {}. ", who.join("; "));
+    let flagged_in = |p: &PanelChoice| -> Vec<String> {
+        p.judges.iter().filter(|j| c.flagged_by.contains_key(*j)).cloned().collect()
+    };
+    match (c.flagged_judges, &c.recommended) {
+        (FlaggedJudges::Excluded, _) => {
+            let _ = writeln!(
+                out,
+                "No panel with one of them is recommended (`--allow-flagged` to consider them)."
+            );
+        }
+        (FlaggedJudges::Allowed, Some(r)) if !flagged_in(r).is_empty() => {
+            let _ = write!(
+                out,
+                "The recommended panel includes {} (`--allow-flagged`). ",
+                flagged_in(r).join(", ")
+            );
+            match &c.best_unflagged {
+                Some(b) => {
+                    let _ = writeln!(
+                        out,
+                        "The best panel without a flagged judge: {} with quorum {} — κ {}, decides {:.1}%, USD {} per 1,000 verdicts.",
+                        b.judges.join(", "),
+                        b.quorum,
+                        opt(b.kappa, 3),
+                        b.coverage * 100.0,
+                        opt(b.cost_per_1000, 3)
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "No panel without a flagged judge qualifies.");
+                }
+            }
+        }
+        (FlaggedJudges::Allowed, _) => {
+            let _ = writeln!(out, "The recommended panel has none of them.");
         }
     }
 }

@@ -17,7 +17,8 @@ use redjury::{
     PlannedService, ReportOutput, ReportRequest, RunInputs, RunRequest, ServeRequest,
 };
 use redjury::{
-    BatchFallback, Bootstrap, Dispatch, JudgeMode, OnIncomplete, Probe, RunEnd, ViewKind, Views,
+    BatchFallback, Bootstrap, Dispatch, FlaggedJudges, JudgeMode, OnIncomplete, Probe, RunEnd,
+    ViewKind, Views,
 };
 
 mod progress;
@@ -176,6 +177,9 @@ pub struct CalibrateArgs {
     /// Recommend only panels that decide at least this share of the labelled items (0 to 1).
     #[arg(long, default_value_t = 0.95, value_parser = share)]
     min_coverage: f64,
+    /// Let the recommendation name a judge a probe flagged (by default such panels are ranked, never recommended).
+    #[arg(long)]
+    allow_flagged: bool,
     /// Bootstrap seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -393,6 +397,11 @@ fn calibrate(a: CalibrateArgs) -> anyhow::Result<ExitCode> {
         probes: a.probes,
         within: a.within,
         min_coverage: a.min_coverage,
+        flagged_judges: if a.allow_flagged {
+            FlaggedJudges::Allowed
+        } else {
+            FlaggedJudges::Excluded
+        },
         bootstrap: Bootstrap { seed: a.seed, resamples: a.resamples as usize },
         reader: redjury::isolated_reader()?,
     })?;

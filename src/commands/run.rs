@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::aggregate::Bootstrap;
-use crate::calibrate::{self, CalibrateSettings, Calibration, Probe};
+use crate::calibrate::{self, CalibrateSettings, Calibration, FlaggedJudges, Probe};
 use crate::commands::{CommandError, Found, Judging, built};
 use crate::isolated::Reader;
 use crate::pipeline::run::{RejudgeJob, RunError, RunReport, RunSettings, ScoreJob, Views};
@@ -169,6 +169,8 @@ pub struct CalibrateRequest {
     pub within: f64,
     /// Recommend only panels deciding at least this share of the items.
     pub min_coverage: f64,
+    /// Whether a panel with a judge a probe flagged may be recommended.
+    pub flagged_judges: FlaggedJudges,
     /// The bootstrap over tasks.
     pub bootstrap: Bootstrap,
 }
@@ -207,6 +209,7 @@ impl PlannedCalibration {
             probes: request.probes,
             within: request.within,
             min_coverage: request.min_coverage,
+            flagged_judges: request.flagged_judges,
             prices: found.prices.clone(),
             resamples: request.bootstrap.resamples,
             seed: request.bootstrap.seed,
