@@ -205,18 +205,20 @@ impl Prompt {
             return None;
         }
         let (rubrics, ids) = rubric_section(&blocks, tail);
-        Some(Prompt::new(
+        let mut narrow = Prompt::new(
             self.system.clone(),
             self.user_prefix.clone(),
             rubrics,
             ids,
             self.template_version.clone(),
-        ))
+        );
+        narrow.asks = Asks::Part;
+        Some(narrow)
     }
 }
 
 /// A rendered prompt, content-addressed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Prompt {
     /// The system message.
     pub system: String,
@@ -230,6 +232,32 @@ pub struct Prompt {
     pub template_version: String,
     /// SHA-256 (hex) of system, prefix and rubrics.
     pub hash: String,
+    /// Whether it asks about every rubric of its task or some of them
+    /// (decided mode's narrowed prompts): not part of what is sent.
+    #[serde(skip)]
+    pub asks: Asks,
+}
+
+/// Two prompts are equal when they send the same: `asks` says how one
+/// came about, not what it is.
+impl PartialEq for Prompt {
+    fn eq(&self, other: &Prompt) -> bool {
+        (&self.system, &self.user_prefix, &self.user_rubrics, &self.rubric_ids)
+            == (&other.system, &other.user_prefix, &other.user_rubrics, &other.rubric_ids)
+            && (&self.template_version, &self.hash) == (&other.template_version, &other.hash)
+    }
+}
+
+impl Eq for Prompt {}
+
+/// What part of its task's rubrics a prompt asks about.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Asks {
+    /// All of them.
+    #[default]
+    Whole,
+    /// Some: the rest were settled before it was sent.
+    Part,
 }
 
 impl Prompt {
@@ -247,7 +275,15 @@ impl Prompt {
             h.update([0]);
         }
         let hash = hex(&h.finalize());
-        Prompt { system, user_prefix, user_rubrics, rubric_ids, template_version, hash }
+        Prompt {
+            system,
+            user_prefix,
+            user_rubrics,
+            rubric_ids,
+            template_version,
+            hash,
+            asks: Asks::Whole,
+        }
     }
 
     /// The whole user message.

@@ -1,20 +1,7 @@
 //! Vote mode "decided": the judges asked in order, each only about the
 //! rubrics still open; the verdicts those all judges give, for fewer calls.
 use crate::common::e2e::*;
-
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
-/// claude and gemini each disagree with the attorney on a different 1 in
-/// 12 (task, rubric) pairs; gpt agrees on every one.
-fn claude_flips(task: &str, rubric: &str) -> bool {
-    fnv(&format!("{task}/{rubric}/claude")).is_multiple_of(12)
-}
-
-fn gemini_flips(task: &str, rubric: &str) -> bool {
-    fnv(&format!("{task}/{rubric}/gemini")).is_multiple_of(12)
-}
+use crate::common::mock::*;
 
 const PRICES: &str = "[models.gpt-test]\ninput = 1.0\ncached_input = 0.1\noutput = 4.0\n\n[models.claude-test]\ninput = 1.0\ncached_input = 0.1\noutput = 4.0\n\n[models.gemini-test]\ninput = 2.0\ncached_input = 0.2\noutput = 8.0\n";
 
@@ -35,24 +22,8 @@ async fn decided_voting_gives_all_modes_verdicts_for_fewer_calls() {
                 stand_in_flipping("gemini", "gold", gemini_flips),
             ])
             .await;
-            let panel = judges.panel(&dir, "gemini-test");
-            let text = std::fs::read_to_string(&panel).unwrap();
-            std::fs::write(
-                &panel,
-                text.replace(
-                    "[vote]\nquorum = 2",
-                    &format!("[vote]\nquorum = 2\nmode = \"{mode}\""),
-                ),
-            )
-            .unwrap();
-            let mut a = score_args(
-                "gold/redlines",
-                &panel,
-                &dir.join(&out),
-                &dir.join(format!("{out}.sqlite")),
-            );
-            a.extend(args(&["--prices", &dir.join("prices.toml").display().to_string()]));
-            let (code, o, e) = redjury(a, true).await;
+            let panel = judges.panel_voting(&dir, "gemini-test", &format!("mode = \"{mode}\""));
+            let (code, o, e) = score_priced(&dir, &panel, &out, &format!("{out}.sqlite")).await;
             assert_eq!(code, 0, "{o}{e}");
             let asked: Vec<usize> =
                 judges.gemini.requests().iter().map(|r| r.rubric_ids().len()).collect();
@@ -104,4 +75,129 @@ async fn decided_voting_gives_all_modes_verdicts_for_fewer_calls() {
     );
     let md = std::fs::read_to_string(dir.join("decided/summary.md")).unwrap();
     assert!(md.contains("gemini: vote mode \"decided\" left out"), "{md}");
+}
+
+/// Regression (issue 36): `saved_usd` was 24-54% below the truth, since a
+/// skipped call's output was priced at the judge's average over its own
+/// (short, narrowed) calls — 0 when it made none — and the rubrics left
+/// out of narrowed prompts saved no output. Against judges that bill by
+/// size, what decided mode reports saving is what mode all cost more:
+/// with the third judge narrowed, and with it never asked at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decided_mode_reports_the_saving_the_bills_show() {
+    let dir = temp_dir("decided-saving");
+    std::fs::write(dir.join("prices.toml"), PRICES).unwrap();
+    let run = |mode: &'static str, claude: fn(&str, &str) -> bool, out: String| {
+        let dir = dir.to_path_buf();
+        async move {
+            let judges = Judges::with([
+                billing_by_size("openai", stand_in_flipping("openai", "gold", |_, _| false)),
+                billing_by_size("anthropic", stand_in_flipping("anthropic", "gold", claude)),
+                billing_by_size("gemini", stand_in_flipping("gemini", "gold", gemini_flips)),
+            ])
+            .await;
+            let panel = judges.panel_voting(&dir, "gemini-test", &format!("mode = \"{mode}\""));
+            let (code, o, e) = score_priced(&dir, &panel, &out, &format!("{out}.sqlite")).await;
+            assert_eq!(code, 0, "{o}{e}");
+            summary(&dir.join(&out))["judges"].clone()
+        }
+    };
+    let agrees: fn(&str, &str) -> bool = |_, _| false;
+    for (n, (case, claude)) in
+        [("narrowed", claude_flips as fn(&str, &str) -> bool), ("never asked", agrees)]
+            .into_iter()
+            .enumerate()
+    {
+        let all = run("all", claude, format!("all-{n}")).await;
+        let decided = run("decided", claude, format!("decided-{n}")).await;
+        let cost = |j: &serde_json::Value| j["cost"].as_f64().unwrap_or(f64::NAN);
+        for first in ["gpt", "claude"] {
+            assert_eq!(cost(&all[first]), cost(&decided[first]), "{case}: {first} asked alike");
+        }
+        let truth = cost(&all["gemini"]) - cost(&decided["gemini"]);
+        let saved = decided["gemini"]["saved_usd"].as_f64().unwrap_or(f64::NAN);
+        eprintln!(
+            "{case}: saved {saved:.6} reported, {truth:.6} true ({:+.2}%)",
+            100.0 * (saved / truth - 1.0)
+        );
+        assert!(truth > 0.0, "{case}: {}", decided["gemini"]);
+        assert!((saved - truth).abs() <= 0.01 * truth, "{case}: {saved} reported, {truth} saved");
+        if case == "never asked" {
+            assert_eq!(decided["gemini"]["requests"].as_u64(), Some(0), "{}", decided["gemini"]);
+        }
+    }
+}
+
+/// Regression (issue 36): decided mode asked the first wave one judge
+/// after the other, so it took 2.5x the wall time of mode all with judges
+/// of 200 ms. Nothing one of them answers changes what another is asked:
+/// claude's first call goes out while gpt's are still under way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decided_mode_asks_the_first_wave_at_once() {
+    let dir = temp_dir("decided-wave");
+    let delay = std::time::Duration::from_millis(300);
+    let judges = Judges::with([
+        slowed(delay, stand_in_flipping("openai", "gold", |_, _| false)),
+        slowed(delay, stand_in_flipping("anthropic", "gold", claude_flips)),
+        slowed(delay, stand_in_flipping("gemini", "gold", gemini_flips)),
+    ])
+    .await;
+    let panel = judges.panel(&dir, "gemini-test");
+    let text = std::fs::read_to_string(&panel).unwrap();
+    let vote = "[vote]\nquorum = 2\nmode = \"decided\"";
+    std::fs::write(&panel, text.replace("[vote]\nquorum = 2", vote)).unwrap();
+    let a = score_args("gold/redlines", &panel, &dir.join("out"), &dir.join("cache.sqlite"));
+    let (code, o, e) = redjury(a, true).await;
+    assert_eq!(code, 0, "{o}{e}");
+    let at = |s: &MockServer| s.requests().iter().map(|r| r.at).collect::<Vec<_>>();
+    let (gpt, claude) = (at(&judges.openai), at(&judges.anthropic));
+    assert_eq!((gpt.len(), claude.len()), (13, 13));
+    // 13 calls at max_concurrency 8: gpt's last ones go out when its first
+    // are answered, 300 ms in; one after the other, claude's would start
+    // after all of gpt's were answered.
+    let (first_claude, last_gpt) = (claude.iter().min().unwrap(), gpt.iter().max().unwrap());
+    assert!(first_claude < last_gpt, "claude's first call waited for gpt's last");
+}
+
+/// Regression (issue 36): switching a cache made in mode all to decided
+/// made new narrowed calls (22 on the bench) although every full answer
+/// was cached. A cached full answer is free and is the vote mode all
+/// counts: the decided rerun makes no call and gives mode all's verdicts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decided_mode_uses_the_full_answers_a_mode_all_run_cached() {
+    let dir = temp_dir("decided-after-all");
+    let cache = dir.join("cache.sqlite");
+    let mut rows = Vec::new();
+    // One set of servers: a judge's cache key holds its base URL.
+    let judges = Judges::with([
+        stand_in_flipping("openai", "gold", |_, _| false),
+        stand_in_flipping("anthropic", "gold", claude_flips),
+        stand_in_flipping("gemini", "gold", gemini_flips),
+    ])
+    .await;
+    for mode in ["all", "decided"] {
+        let before = judges.counts();
+        let panel = judges.panel(&dir, "gemini-test");
+        let text = std::fs::read_to_string(&panel).unwrap();
+        let vote = format!("[vote]\nquorum = 2\nmode = \"{mode}\"");
+        std::fs::write(&panel, text.replace("[vote]\nquorum = 2", &vote)).unwrap();
+        let out = dir.join(mode);
+        let (code, o, e) = redjury(score_args("gold/redlines", &panel, &out, &cache), true).await;
+        assert_eq!(code, 0, "{o}{e}");
+        let expected = if mode == "all" { [13, 13, 13] } else { [0, 0, 0] };
+        let sent: Vec<usize> = judges.counts().iter().zip(before).map(|(n, b)| n - b).collect();
+        assert_eq!(sent, expected, "{mode}");
+        let verdicts: Vec<(String, String)> = results(&out)
+            .iter()
+            .flat_map(|r| r["rubrics"].as_array().unwrap().clone())
+            .map(|x| (x["id"].to_string(), x["verdict"].to_string()))
+            .collect();
+        rows.push(verdicts);
+        if mode == "decided" {
+            let j = &summary(&out)["judges"]["gemini"];
+            assert_eq!(j["decided_skips"].as_u64(), Some(0), "{j}");
+            assert_eq!(j["cache_hits"].as_u64(), Some(13), "{j}");
+        }
+    }
+    assert_eq!(rows[0], rows[1], "mode all's verdicts");
 }

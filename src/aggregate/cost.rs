@@ -83,17 +83,45 @@ impl Billed {
     }
 }
 
-/// What the calls "decided" voting did not make would have cost: their
-/// estimated prompt tokens, and as many output tokens each as this
-/// judge's billed calls averaged. `None` when nothing was saved or the
+/// What "decided" voting did not send would have cost this judge: the
+/// calls not made and the rubrics left out of narrowed prompts. Priced
+/// from what the provider billed for what was asked in this run — prompt
+/// tokens per estimated prompt token (the 4-characters estimate set
+/// against the provider's tokenizer), output tokens per rubric asked (in
+/// answers to whole, not narrowed, prompts where there are any), the
+/// share of prompt tokens read from its prompt cache — from this judge's
+/// live calls, or, when it made none, from the whole panel's (`panel`:
+/// every judge's counters added); with no billed call anywhere, the
+/// estimate as it is and no output. `None` when nothing was saved or the
 /// model has no price.
-pub(crate) fn saved_by_deciding(prices: &Prices, model: &str, c: &CounterSnapshot) -> Option<f64> {
+pub(crate) fn saved_by_deciding(
+    prices: &Prices,
+    model: &str,
+    c: &CounterSnapshot,
+    panel: &CounterSnapshot,
+) -> Option<f64> {
     if c.decided_skips == 0 && c.decided_skipped_tokens == 0 {
         return None;
     }
-    let per_call = if c.requests > 0 { c.output_tokens as f64 / c.requests as f64 } else { 0.0 };
-    let output = (per_call * c.decided_skips as f64).round() as u64;
-    prices.cost(model, Billed { input: c.decided_skipped_tokens, output, ..Billed::default() })
+    let yardstick = if c.billed_estimate > 0 { c } else { panel };
+    let ratio = |num: u64, den: u64| if den > 0 { num as f64 / den as f64 } else { 0.0 };
+    let per_estimate = if yardstick.billed_estimate > 0 {
+        ratio(yardstick.input_tokens, yardstick.billed_estimate)
+    } else {
+        1.0
+    };
+    let input = (c.decided_skipped_tokens as f64 * per_estimate).round() as u64;
+    let cached = (input as f64 * ratio(yardstick.cached_tokens, yardstick.input_tokens)) as u64;
+    // Output per rubric from answers to whole prompts: a narrowed reply's
+    // fixed part (the wrapper around its verdicts) spread over its few
+    // rubrics would overprice every rubric left out (by 12% on the bench).
+    let whole = [c, panel].into_iter().find(|x| x.whole_rubrics > 0);
+    let per_rubric = match whole {
+        Some(w) => ratio(w.whole_output_tokens, w.whole_rubrics),
+        None => ratio(yardstick.output_tokens, yardstick.billed_rubrics),
+    };
+    let output = (c.decided_skipped_rubrics as f64 * per_rubric).round() as u64;
+    prices.cost(model, Billed { input, cached, output, ..Billed::default() })
 }
 
 /// Why a price table cannot be used.

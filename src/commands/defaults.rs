@@ -86,8 +86,8 @@ pub(crate) fn resolve(
         ),
     };
     let mut panel = panel;
-    if panel.mode == VoteMode::Decided && panel.order == JudgeOrder::Cheapest {
-        cheapest_first(&mut panel, &prices);
+    if panel.mode == VoteMode::Decided {
+        order_for_deciding(&mut panel, &prices);
     }
     let cache = match cache {
         Some(c) => c.to_path_buf(),
@@ -97,6 +97,20 @@ pub(crate) fn resolve(
         },
     };
     Ok(Found { panel, panel_from, prices, prices_from, cache })
+}
+
+/// The order decided mode asks in: as `[vote] order` says; unwritten, the
+/// cheapest first when the price table prices every judge, since what the
+/// mode saves is money (on a panel with planted 85% agreement, 30% of the
+/// cost cheapest first against 7% in panel order: docs/judges.md), and
+/// the panel's order when a judge has no price to rank it by.
+fn order_for_deciding(panel: &mut PanelConfig, prices: &Prices) {
+    let every_judge_priced = panel.judges.iter().all(|j| prices.models.contains_key(&j.model));
+    match panel.order {
+        Some(JudgeOrder::Cheapest) => cheapest_first(panel, prices),
+        None if every_judge_priced => cheapest_first(panel, prices),
+        Some(JudgeOrder::Panel) | None => {}
+    }
 }
 
 /// Orders the judges for `[vote] order = "cheapest"`: by what a typical
@@ -118,6 +132,43 @@ fn describe(path: &Path, why: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
+
+    fn judges_in_order(vote: &str, prices: &str) -> Vec<String> {
+        let judge = |name: &str| {
+            format!(
+                "[[judge]]\nname = \"{name}\"\nprovider = \"openai\"\nmodel = \"{name}\"\nbase_url = \"http://127.0.0.1:9/v1\"\nrpm = 10\ntpm = 1000\nmax_concurrency = 1\ntimeout_secs = 10\nmax_attempts = 1\n\n"
+            )
+        };
+        let text = format!(
+            "[vote]\nquorum = 2\n{vote}\n\n{}{}{}",
+            judge("dear"),
+            judge("mid"),
+            judge("cheap")
+        );
+        let mut panel = PanelConfig::parse(&text, "panel").unwrap();
+        let prices = Prices::parse(prices, "prices").unwrap();
+        if panel.mode == VoteMode::Decided {
+            order_for_deciding(&mut panel, &prices);
+        }
+        panel.judges.into_iter().map(|j| j.name).collect()
+    }
+
+    /// Issue 36: decided mode saves money, not calls, so where the price
+    /// table ranks every judge it asks the cheapest first unless the panel
+    /// says otherwise; a judge without a price keeps the panel's order.
+    #[test]
+    fn decided_mode_asks_the_cheapest_first_where_prices_rank_every_judge() {
+        let all = "[models.dear]\ninput = 3.0\ncached_input = 0.3\noutput = 9.0\n[models.mid]\ninput = 2.0\ncached_input = 0.2\noutput = 6.0\n[models.cheap]\ninput = 1.0\ncached_input = 0.1\noutput = 3.0\n";
+        let two = "[models.dear]\ninput = 3.0\ncached_input = 0.3\noutput = 9.0\n[models.cheap]\ninput = 1.0\ncached_input = 0.1\noutput = 3.0\n";
+        let decided = "mode = \"decided\"";
+        assert_eq!(judges_in_order(decided, all), ["cheap", "mid", "dear"]);
+        assert_eq!(judges_in_order(decided, two), ["dear", "mid", "cheap"], "mid has no price");
+        let panel = "mode = \"decided\"\norder = \"panel\"";
+        assert_eq!(judges_in_order(panel, all), ["dear", "mid", "cheap"]);
+        let cheapest = "mode = \"decided\"\norder = \"cheapest\"";
+        assert_eq!(judges_in_order(cheapest, two), ["cheap", "dear", "mid"], "unpriced last");
+        assert_eq!(judges_in_order("", all), ["dear", "mid", "cheap"], "mode all: as written");
+    }
 
     /// Every model of the default panel has a price, each price says where
     /// it came from and when, and the batch rates are half the live ones

@@ -99,8 +99,7 @@ struct VoteFile {
     quorum: Option<Spanned<i64>>,
     #[serde(default)]
     mode: VoteMode,
-    #[serde(default)]
-    order: JudgeOrder,
+    order: Option<JudgeOrder>,
 }
 
 /// How a panel asks its judges (`[vote] mode`).
@@ -117,11 +116,10 @@ pub enum VoteMode {
 }
 
 /// The order `decided` mode asks judges in (`[vote] order`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JudgeOrder {
     /// The panel file's order.
-    #[default]
     Panel,
     /// Cheapest first, by the price table (a judge without a price last).
     Cheapest,
@@ -318,9 +316,11 @@ pub struct PanelConfig {
     /// How the judges are asked.
     #[serde(default)]
     pub mode: VoteMode,
-    /// The order `decided` mode asks them in.
+    /// The order `decided` mode asks them in, as written; unwritten, the
+    /// cheapest first when the price table prices every judge, else the
+    /// panel's.
     #[serde(default)]
-    pub order: JudgeOrder,
+    pub order: Option<JudgeOrder>,
 }
 
 /// Why a panel file cannot be used. The variants' fields are the parts of

@@ -88,6 +88,11 @@ counters! {
     "Calls answered at once as failed: the same call failed moments before and waits out its backoff." failures_remembered,
     "Calls not made: vote mode \"decided\" had settled every rubric they would have asked about." decided_skips,
     "Estimated prompt tokens not sent in \"decided\" mode: the calls not made, and the rubrics left out of narrowed prompts." decided_skipped_tokens,
+    "Rubrics not asked about in \"decided\" mode: those of the calls not made and those left out of narrowed prompts." decided_skipped_rubrics,
+    "Rubrics asked about in live calls answered 2xx (what their output tokens paid for)." billed_rubrics,
+    "Estimated prompt tokens of the live calls answered 2xx (set against their billed prompt tokens)." billed_estimate,
+    "Rubrics asked about in live calls answered 2xx that asked about every rubric of their task." whole_rubrics,
+    "Output tokens billed for those calls." whole_output_tokens,
 }
 
 impl Counters {
@@ -804,7 +809,7 @@ impl Judge {
             }
         }
         if (200..300).contains(&received.status) {
-            return self.answer(&prompt.rubric_ids, &received.body, Channel::Live);
+            return self.answer(&prompt.rubric_ids, &received.body, Channel::Live, Some(prompt));
         }
         if received.status == 429 {
             self.counters.rate_limited.fetch_add(1, Ordering::Relaxed);
@@ -846,7 +851,9 @@ impl Judge {
         rubric_ids: &[String],
         body: &str,
         channel: Channel,
+        live: Option<&Prompt>,
     ) -> Result<StoredResponse, AttemptError> {
+        let bill = |usage: &Usage| self.bill(usage, channel, live);
         let name = &self.config.name;
         let stored = |outcome, text, usage| StoredResponse {
             outcome,
@@ -857,7 +864,7 @@ impl Judge {
         };
         match provider::parse(self.config.provider, body) {
             Ok(Reply::Text { text, usage }) => {
-                self.counters.add_usage(&usage, channel);
+                bill(&usage);
                 match verdicts::parse(&text, rubric_ids) {
                     Ok(_) => Ok(stored(Outcome::Text, text, usage)),
                     Err(message) => Err(AttemptError::Retryable {
@@ -867,16 +874,30 @@ impl Judge {
                 }
             }
             Ok(Reply::Declined { reason, usage }) => {
-                self.counters.add_usage(&usage, channel);
+                bill(&usage);
                 Ok(stored(Outcome::Declined, reason, usage))
             }
             Err(unusable) => {
-                self.counters.add_usage(&unusable.usage, channel);
+                bill(&unusable.usage);
                 Err(AttemptError::Retryable {
                     message: format!("judge '{name}': {}", unusable.message),
                     retry_after: None,
                 })
             }
+        }
+    }
+
+    /// Counts a 2xx reply's usage, and for a live call what it asked for
+    /// it: the yardstick that prices what "decided" mode does not send.
+    fn bill(&self, usage: &Usage, channel: Channel, live: Option<&Prompt>) {
+        self.counters.add_usage(usage, channel);
+        let (Channel::Live, Some(prompt)) = (channel, live) else { return };
+        let (c, asked) = (&self.counters, prompt.rubric_ids.len() as u64);
+        c.billed_rubrics.fetch_add(asked, Ordering::Relaxed);
+        c.billed_estimate.fetch_add(prompt.estimated_tokens(), Ordering::Relaxed);
+        if prompt.asks == crate::prompt::Asks::Whole {
+            c.whole_rubrics.fetch_add(asked, Ordering::Relaxed);
+            c.whole_output_tokens.fetch_add(usage.output, Ordering::Relaxed);
         }
     }
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use super::folder::{self, Staging};
 use super::run::{RunEnd, RunError, RunReport};
 use crate::aggregate::{Billed, Prices};
+use crate::judge::CounterSnapshot;
 use crate::report::{self, JudgeSummary, PromptRecord, Shard, Summary};
 use crate::score::TaskResult;
 
@@ -181,12 +182,16 @@ fn joined_summary(parts: &[Part], first: &Part, rows: &[TaskResult], prices: &Pr
             }
         }
     }
+    let mut panel = CounterSnapshot::default();
+    for j in summary.judges.values() {
+        panel += j.counters;
+    }
     for j in summary.judges.values_mut() {
         let c = j.counters;
         j.cached_share =
             (c.input_tokens > 0).then(|| c.cached_tokens as f64 / c.input_tokens as f64);
         j.cost = prices.cost(&j.model, Billed::of(&c));
-        j.saved_usd = crate::aggregate::saved_by_deciding(prices, &j.model, &c);
+        j.saved_usd = crate::aggregate::saved_by_deciding(prices, &j.model, &c, &panel);
     }
     summary
 }

@@ -17,6 +17,7 @@ use super::folder::{self, Staging, Target};
 use super::{Dispatch, OutputSource, Prepared, Progress, Scorer};
 use crate::aggregate::{Billed, Bootstrap, Prices};
 use crate::cache::Cache;
+use crate::judge::CounterSnapshot;
 use crate::prompt::Prompt;
 use crate::report::{self, JudgeSummary, PromptRecord, Shard, Summary};
 use crate::score::{RubricKind, TaskResult};
@@ -559,6 +560,10 @@ pub(crate) fn summarize(
     summary.template_version = scorer.templates().version.clone();
     summary.notes = scorer.cache().notes();
     let estimates = scorer.estimates();
+    let mut panel = CounterSnapshot::default();
+    for j in scorer.judges() {
+        panel += j.counters.snapshot();
+    }
     for j in scorer.judges() {
         let c = j.counters.snapshot();
         let estimate = summary.dry_run.then(|| {
@@ -590,7 +595,7 @@ pub(crate) fn summarize(
             cost: prices.cost(&j.config.model, Billed::of(&c)),
             estimate,
             observed_limits: (c.requests > 0).then(|| j.observed_limits()),
-            saved_usd: crate::aggregate::saved_by_deciding(prices, &j.config.model, &c),
+            saved_usd: crate::aggregate::saved_by_deciding(prices, &j.config.model, &c, &panel),
         };
         summary.judges.insert(j.config.name.clone(), s);
     }

@@ -60,7 +60,8 @@ pub struct JudgeSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_limits: Option<crate::judge::limiter::ObservedLimits>,
     /// What the calls vote mode "decided" did not make would have cost
-    /// (USD, estimated: see `decided_skips`, `decided_skipped_tokens`).
+    /// (USD, estimated from what this run billed: see `decided_skips`,
+    /// `decided_skipped_tokens`, `decided_skipped_rubrics`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saved_usd: Option<f64>,
 }

@@ -76,6 +76,34 @@ pub fn stand_in_flipping(
     })
 }
 
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// A stand-in's `flip` for claude: it departs from the attorney on 1 in 12
+/// (task, rubric) pairs.
+pub fn claude_flips(task: &str, rubric: &str) -> bool {
+    fnv(&format!("{task}/{rubric}/claude")).is_multiple_of(12)
+}
+
+/// Gemini's: a different 1 in 12.
+pub fn gemini_flips(task: &str, rubric: &str) -> bool {
+    fnv(&format!("{task}/{rubric}/gemini")).is_multiple_of(12)
+}
+
+/// `score` of the gold redlines with `panel` into `dir/out`, its cache
+/// `dir/cache`, priced by `dir/prices.toml`.
+pub async fn score_priced(
+    dir: &Path,
+    panel: &Path,
+    out: &str,
+    cache: &str,
+) -> (i32, String, String) {
+    let mut a = score_args("gold/redlines", panel, &dir.join(out), &dir.join(cache));
+    a.extend(args(&["--prices", &dir.join("prices.toml").display().to_string()]));
+    redjury(a, true).await
+}
+
 pub struct Judges {
     pub openai: MockServer,
     pub anthropic: MockServer,
@@ -99,6 +127,15 @@ impl Judges {
             anthropic: MockServer::start(a).await,
             gemini: MockServer::start(g).await,
         }
+    }
+
+    /// `panel`, with `vote` (lines of `[vote]`) after the quorum.
+    pub fn panel_voting(&self, dir: &Path, gemini_model: &str, vote: &str) -> PathBuf {
+        let panel = self.panel(dir, gemini_model);
+        let text = std::fs::read_to_string(&panel).expect("read panel");
+        let text = text.replace("[vote]\nquorum = 2", &format!("[vote]\nquorum = 2\n{vote}"));
+        std::fs::write(&panel, text).expect("write panel");
+        panel
     }
 
     pub fn panel(&self, dir: &Path, gemini_model: &str) -> PathBuf {

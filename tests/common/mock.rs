@@ -217,6 +217,54 @@ pub fn success_body(provider: &str, text: &str) -> String {
     }
 }
 
+/// `inner`, every 200 answered `delay` late (a judge that takes its time).
+pub fn slowed(delay: Duration, inner: Handler) -> Handler {
+    Arc::new(move |req: &Recorded, n| match inner(req, n) {
+        Action::Respond { status: 200, body, .. } => Action::Later(delay, body),
+        other => other,
+    })
+}
+
+/// `inner`, with every 2xx body's usage rewritten to what a provider
+/// whose tokenizer makes a token of 3 characters would bill: the request
+/// body's length for the prompt (none of it from a prompt cache), the
+/// answer's text for the output. A bill that grows with what was asked,
+/// as a real one does (`success_body` bills every call the same).
+pub fn billing_by_size(provider: &'static str, inner: Handler) -> Handler {
+    Arc::new(move |req: &Recorded, n| {
+        let (headers, body) = match inner(req, n) {
+            Action::Respond { status: 200, headers, body } => (headers, body),
+            other => return other,
+        };
+        let Ok(mut reply) = serde_json::from_str::<serde_json::Value>(&body) else {
+            return Action::Respond { status: 200, headers, body };
+        };
+        let input = (req.body.len() / 3) as u64;
+        let answer_len = |v: &serde_json::Value| v.to_string().len() as u64;
+        match provider {
+            "openai" => {
+                let out = reply["choices"][0]["message"]["content"]
+                    .as_str()
+                    .map_or(0, |t| t.len() as u64)
+                    / 3;
+                reply["usage"] = serde_json::json!({"prompt_tokens": input, "completion_tokens": out, "total_tokens": input + out, "prompt_tokens_details": {"cached_tokens": 0}});
+            }
+            "anthropic" => {
+                let out = answer_len(&reply["content"][0]["input"]) / 3;
+                reply["usage"] = serde_json::json!({"input_tokens": input, "output_tokens": out, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+            }
+            _ => {
+                let out = reply["candidates"][0]["content"]["parts"][0]["text"]
+                    .as_str()
+                    .map_or(0, |t| t.len() as u64)
+                    / 3;
+                reply["usageMetadata"] = serde_json::json!({"promptTokenCount": input, "candidatesTokenCount": out, "totalTokenCount": input + out, "cachedContentTokenCount": 0});
+            }
+        }
+        Action::Respond { status: 200, headers, body: reply.to_string() }
+    })
+}
+
 /// A handler that answers every request correctly, PASS for every rubric
 /// whose id is in `pass` and FAIL otherwise.
 pub fn answering(provider: &'static str, pass: &'static [&'static str]) -> Handler {

@@ -828,8 +828,10 @@ impl Plan<'_> {
         let Some(ids) = ids else {
             return Err("the batch record does not say which rubrics it asked about, and its prompt is not in the cache".into());
         };
-        let stored =
-            self.judge.answer(&ids, body, Channel::Batch).map_err(|e| e.message().to_string())?;
+        let stored = self
+            .judge
+            .answer(&ids, body, Channel::Batch, None)
+            .map_err(|e| e.message().to_string())?;
         self.judge.counters.batch_calls.fetch_add(1, Ordering::Relaxed);
         let (k, s) = (item.key.clone(), stored);
         if let Err(e) = cache.blocking(move |c| c.keep_response(&k, &s)).await {

@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{Panel, Progress, combine_repeats, record_vote};
+use super::{Asked, Panel, Progress, combine_repeats, finish, record_vote, start};
 use crate::cache::Cache;
-use crate::judge::CallResult;
 use crate::judge::batch::Unanswered;
+use crate::judge::{CallResult, Judge};
 use crate::panel::{self, first_wave, settled};
 use crate::pipeline::prepare::Prepared;
 use crate::prompt::Prompt;
@@ -42,38 +42,45 @@ pub(super) async fn judge(
     let mut calls: Calls = BTreeMap::new();
     // (item, judge) → the rubrics that judge was asked about.
     let mut asked: BTreeMap<(usize, usize), Vec<String>> = BTreeMap::new();
-    for ji in 0..judges.len() {
+    // The first wave at once: what one of them answers changes nothing
+    // they are asked (one after the other, decided mode took 2.5x the wall
+    // time of mode all).
+    let mut set = Asked::new();
+    for (ji, judge) in judges.iter().enumerate().take(first) {
+        let wave: Vec<(usize, Arc<Prompt>)> =
+            prompts.iter().enumerate().filter_map(|(ii, p)| Some((ii, p.clone()?))).collect();
+        for (ii, prompt) in &wave {
+            asked.insert((*ii, ji), prompt.rubric_ids.clone());
+        }
+        progress.planned(u64::from(judge.config.repeats) * wave.len() as u64, 0);
+        for (ii, result) in start(ji, judge, wave, cache, progress, skipped, &mut set).await {
+            calls.entry((ii, ji)).or_default().push(result);
+        }
+    }
+    for (ii, ji, result) in finish(set, progress).await {
+        calls.entry((ii, ji)).or_default().push(result);
+    }
+    for (ji, judge) in judges.iter().enumerate().skip(first) {
+        let mut known = cached_in_full(judge, &prompts, cache, progress).await;
         let mut wave: Vec<(usize, Arc<Prompt>)> = Vec::new();
         for (ii, prompt) in prompts.iter().enumerate() {
             let Some(prompt) = prompt else { continue };
-            if ji < first {
-                wave.push((ii, prompt.clone()));
+            if let Some(answers) = known.remove(&ii) {
+                // Its full answer is cached (a run in mode all made it):
+                // free, and the vote mode all would count.
                 asked.insert((ii, ji), prompt.rubric_ids.clone());
+                calls.entry((ii, ji)).or_default().extend(answers);
                 continue;
             }
             let open = open_rubrics(prompt, &calls, ii, ji, judges.len() - ji, panel.quorum);
-            let judge = &judges[ji];
-            let repeats = u64::from(judge.config.repeats);
-            if open.len() == prompt.rubric_ids.len() {
-                wave.push((ii, prompt.clone()));
-            } else if let Some(narrow) = prompt.narrowed(&open) {
-                let saved = prompt.estimated_tokens().saturating_sub(narrow.estimated_tokens());
-                judge.counters.decided_skipped_tokens.fetch_add(saved * repeats, Ordering::Relaxed);
-                wave.push((ii, Arc::new(narrow)));
-            } else {
-                // Every rubric is settled: this judge is not asked.
-                judge.counters.decided_skips.fetch_add(repeats, Ordering::Relaxed);
-                judge
-                    .counters
-                    .decided_skipped_tokens
-                    .fetch_add(prompt.estimated_tokens() * repeats, Ordering::Relaxed);
-                continue;
+            if let Some(sent) = narrowed_for(judge, prompt, &open) {
+                wave.push((ii, sent));
+                asked.insert((ii, ji), open);
             }
-            asked.insert((ii, ji), open);
         }
-        let planned: u64 = u64::from(judges[ji].config.repeats) * wave.len() as u64;
+        let planned: u64 = u64::from(judge.config.repeats) * wave.len() as u64;
         progress.planned(planned, 0);
-        for (ii, result) in super::ask(ji, &judges[ji], wave, cache, progress, skipped).await {
+        for (ii, result) in super::ask(ji, judge, wave, cache, progress, skipped).await {
             calls.entry((ii, ji)).or_default().push(result);
         }
     }
@@ -89,6 +96,66 @@ pub(super) async fn judge(
             row
         })
         .collect()
+}
+
+/// What a later judge is sent about an item whose `open` rubrics are
+/// still open: the whole prompt, one narrowed to them, or nothing when
+/// every rubric is settled. Its counters record what was left out.
+fn narrowed_for(judge: &Judge, prompt: &Arc<Prompt>, open: &[String]) -> Option<Arc<Prompt>> {
+    if open.len() == prompt.rubric_ids.len() {
+        return Some(prompt.clone());
+    }
+    let repeats = u64::from(judge.config.repeats);
+    let left_out = prompt.rubric_ids.len().saturating_sub(open.len()) as u64 * repeats;
+    let c = &judge.counters;
+    c.decided_skipped_rubrics.fetch_add(left_out, Ordering::Relaxed);
+    let Some(narrow) = prompt.narrowed(open) else {
+        // Every rubric is settled: this judge is not asked.
+        c.decided_skips.fetch_add(repeats, Ordering::Relaxed);
+        c.decided_skipped_tokens.fetch_add(prompt.estimated_tokens() * repeats, Ordering::Relaxed);
+        return None;
+    };
+    let saved = prompt.estimated_tokens().saturating_sub(narrow.estimated_tokens());
+    c.decided_skipped_tokens.fetch_add(saved * repeats, Ordering::Relaxed);
+    Some(Arc::new(narrow))
+}
+
+/// The items whose full prompt this judge has answered in the cache, every
+/// repeat of it: per item, those answers. A hit that is not used (some
+/// repeats only) is not counted as one.
+async fn cached_in_full(
+    judge: &Judge,
+    prompts: &[Option<Arc<Prompt>>],
+    cache: &Arc<Cache>,
+    progress: &dyn Progress,
+) -> BTreeMap<usize, Vec<CallResult>> {
+    let repeats = judge.config.repeats;
+    let mut owners = Vec::new();
+    let mut calls = Vec::new();
+    for (ii, prompt) in prompts.iter().enumerate() {
+        let Some(prompt) = prompt else { continue };
+        for repeat in 0..repeats {
+            owners.push(ii);
+            calls.push((prompt.clone(), repeat));
+        }
+    }
+    let mut found: BTreeMap<usize, Vec<Option<CallResult>>> = BTreeMap::new();
+    for (ii, hit) in owners.into_iter().zip(judge.cached_many(&calls, cache).await) {
+        found.entry(ii).or_default().push(hit);
+    }
+    let mut full = BTreeMap::new();
+    for (ii, hits) in found {
+        let n = hits.len() as u64;
+        let used: Vec<CallResult> = hits.into_iter().flatten().collect();
+        if used.len() as u64 == n {
+            progress.planned(n, 0);
+            (0..n).for_each(|_| progress.finished(true));
+            full.insert(ii, used);
+        } else {
+            judge.counters.cache_hits.fetch_sub(used.len() as u64, Ordering::Relaxed);
+        }
+    }
+    full
 }
 
 /// The rubrics of `prompt` whose outcome the judge `ji` and the
