@@ -99,7 +99,8 @@ pub use judge::batch::{
     BatchProgress, BatchReport, Leftover, Plan as BatchPlan, wait as wait_for_batches,
 };
 pub use judge::config::{
-    ConfigError, JudgeConfig, OutputTokensField, PanelConfig, Provider, Rate, StructuredOutput,
+    ConfigError, Guarantee, JudgeConfig, OutputTokensField, PanelConfig, Provider, Rate,
+    StructuredOutput,
 };
 pub use judge::verdicts::JudgeVote;
 pub use judge::{Auth, CallResult, Judge, JudgeError};

@@ -122,6 +122,11 @@ pub struct RubricResult {
     /// verdict was settled before their turn).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub not_asked: BTreeMap<String, String>,
+    /// Per judge asked more than once (`repeats`), the share of its calls
+    /// that gave its vote: how sure it was (vote mode "escalate" trusts a
+    /// vote from its threshold up).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub confidence: BTreeMap<String, f64>,
 }
 
 impl RubricResult {
@@ -198,6 +203,7 @@ impl TaskResult {
             r.justifications.clear();
             r.abstentions.clear();
             r.not_asked.clear();
+            r.confidence.clear();
         }
         self.reason = None;
     }

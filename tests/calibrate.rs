@@ -144,6 +144,20 @@ fn planted(world: Arc<World>, profile: &'static str) -> Handler {
                         expected
                     }
                 }
+                // Flips one answer in four, each independently of the
+                // others (FNV's low bits alone are not: of three repeats
+                // told apart by their last digit at most one would flip).
+                (_, "unsure") => {
+                    let seen = sampler_seen(&format!("unsure/{}", req.body), id);
+                    let mut z = fnv(&format!("{}/{id}/{seen}", fnv(&req.body)));
+                    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                    if (z ^ (z >> 31)) >> 62 == 0 {
+                        if expected == Verdict::Pass { Verdict::Fail } else { Verdict::Pass }
+                    } else {
+                        expected
+                    }
+                }
                 (_, "order") if ids.last().map(String::as_str) == Some(id) => Verdict::Fail,
                 _ => expected,
             }
@@ -638,4 +652,110 @@ async fn pdf_tasks_calibrate_their_checks_against_the_pinned_verdicts() {
     let (code, stdout, stderr) = redjury(a, false).await;
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("; 33 of 33 check verdicts agree with gold"), "{stdout}");
+}
+
+/// `calibrate --target-agreement 0.9 --risk 0.1` fits a cascade on the
+/// labelled set and writes the panel that runs it; `score` with that panel
+/// asks the cheaper judge first and the other only where the first is not
+/// sure enough. The unsure judge (1 answer in 4 flipped, 3 repeats) is right on
+/// about 96% of the rubrics where its repeats agree and on 75% of the
+/// others, so it is trusted only when all three agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calibrate_fits_a_cascade_and_score_runs_it() {
+    let world = Arc::new(world().await);
+    let profiles = ["perfect", "unsure"];
+    let dir = temp_dir("calibrate-cascade");
+    let (servers, panel) = planted_panel(&world, &profiles, &dir).await;
+    let text = std::fs::read_to_string(&panel).unwrap();
+    std::fs::write(&panel, text.replace("max_attempts = 2\n", "max_attempts = 2\nrepeats = 3\n"))
+        .unwrap();
+    // The unsure judge is the cheaper: it is asked first.
+    let prices = "[models.m-perfect]\ninput = 1.0\ncached_input = 0.1\noutput = 4.0\n\n[models.m-unsure]\ninput = 0.25\ncached_input = 0.025\noutput = 1.0\n";
+    std::fs::write(dir.join("prices.toml"), prices).unwrap();
+    let out = dir.join("cal");
+    let cache = dir.join("c.sqlite");
+    let a = args(&[
+        "calibrate",
+        "--tasks",
+        "rubrics",
+        "--gold",
+        "gold",
+        "--outputs",
+        "scenarios/outputs",
+        "--panel",
+        &panel.display().to_string(),
+        "--prices",
+        &dir.join("prices.toml").display().to_string(),
+        "--cache",
+        &cache.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+        "--target-agreement",
+        "0.9",
+        "--risk",
+        "0.1",
+        "--resamples",
+        "100",
+    ]);
+    let (code, stdout, stderr) = redjury(a, false).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("cascade: decides 100.0% of the items"), "{stdout}");
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("calibration.json")).unwrap())
+            .unwrap();
+    let k = &c["cascade"];
+    eprintln!("cascade: {k}");
+    assert_eq!(k["judges"], serde_json::json!(["unsure", "perfect"]), "{k}");
+    assert_eq!(k["thresholds"], serde_json::json!([1.0, 1.0]), "{k}");
+    assert_eq!(k["coverage"], 1.0, "{k}");
+    assert!(k["agreement"].as_f64().is_some_and(|a| a >= 0.9), "{k}");
+    let md = std::fs::read_to_string(out.join("calibration.md")).unwrap();
+    assert!(
+        md.contains("## Cascade (vote mode \"escalate\")") && md.contains("| unsure | 1.000 |"),
+        "{md}"
+    );
+
+    let written = out.join("escalate-panel.toml");
+    let toml = std::fs::read_to_string(&written).unwrap();
+    assert!(toml.contains("mode = \"escalate\"") && toml.contains("threshold = 1.0"), "{toml}");
+    let before: Vec<usize> = servers.iter().map(|s| s.requests().len()).collect();
+    let run = dir.join("run");
+    let (code, o, e) = redjury(
+        score_args("scenarios/outputs/weak", &written, &run, &dir.join("run.sqlite")),
+        false,
+    )
+    .await;
+    assert_eq!(code, 0, "{o}{e}");
+    let sent: Vec<usize> =
+        servers.iter().zip(&before).map(|(s, b)| s.requests().len() - b).collect();
+    let rows = results(&run);
+    let (mut by_unsure, mut by_perfect) = (0, 0);
+    for r in rows.iter().flat_map(|r| r["rubrics"].as_array().unwrap().iter()) {
+        if r["votes"].get("unsure").is_none() {
+            continue; // a check
+        }
+        let sure = r["confidence"]["unsure"].as_f64() == Some(1.0);
+        if sure {
+            by_unsure += 1;
+            assert_eq!(r["verdict"], r["votes"]["unsure"], "{r}");
+            assert!(
+                r["not_asked"]["perfect"].as_str().unwrap().contains("settled by unsure"),
+                "{r}"
+            );
+        } else {
+            by_perfect += 1;
+            assert_eq!(r["verdict"], r["votes"]["perfect"], "{r}");
+            assert!(
+                r["abstentions"]["unsure"].as_str().unwrap().contains("not sure enough"),
+                "{r}"
+            );
+        }
+    }
+    eprintln!(
+        "escalate run: {by_unsure} rubrics by unsure, {by_perfect} by perfect; calls {sent:?}"
+    );
+    assert!(by_unsure > 0 && by_perfect > 0, "{by_unsure} / {by_perfect}");
+    assert!(rows.iter().all(|r| r["status"] != "incomplete"), "perfect is always sure");
+    // perfect is servers[0], unsure servers[1]: 3 calls per output each.
+    assert!(sent[0] < sent[1], "perfect asked less than unsure: {sent:?}");
 }

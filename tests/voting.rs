@@ -201,3 +201,55 @@ async fn decided_mode_uses_the_full_answers_a_mode_all_run_cached() {
     }
     assert_eq!(rows[0], rows[1], "mode all's verdicts");
 }
+
+/// Vote mode "escalate" never gives a verdict no judge is sure of: with
+/// every judge's two repeats disagreeing on every rubric, each rubric
+/// abstains and each row is incomplete, with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escalate_mode_abstains_where_no_judge_is_sure() {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    let dir = temp_dir("escalate-unsure");
+    // The first time a judge sees a request body it says PASS to every
+    // rubric, the second time FAIL.
+    let torn = |provider: &'static str| -> Handler {
+        let seen: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+        Arc::new(move |req: &Recorded, _| {
+            let mut seen = seen.lock().unwrap();
+            let n = seen.entry(req.body.clone()).or_insert(0);
+            *n += 1;
+            let verdict = if *n % 2 == 1 { "PASS" } else { "FAIL" };
+            ok(success_body(provider, &verdicts_json(&req.rubric_ids(), &|_| verdict)))
+        })
+    };
+    let judges = Judges::with([torn("openai"), torn("anthropic"), torn("gemini")]).await;
+    let panel = judges.panel_voting(&dir, "gemini-test", "mode = \"escalate\"");
+    let text = std::fs::read_to_string(&panel).unwrap();
+    let text =
+        text.replace("retry_base_ms = 10\n", "retry_base_ms = 10\nrepeats = 2\nthreshold = 0.9\n");
+    std::fs::write(&panel, text).unwrap();
+    let out = dir.join("out");
+    let (code, o, e) =
+        redjury(score_args("gold/redlines", &panel, &out, &dir.join("c.sqlite")), true).await;
+    assert_eq!(code, 3, "incomplete rows: {o}{e}");
+    assert_eq!(judges.counts(), [26, 26, 26], "every judge asked, twice per task");
+    // Tasks with judge rubrics (one of the example's has checks only).
+    let rows: Vec<serde_json::Value> = results(&out)
+        .into_iter()
+        .filter(|r| r["rubrics"].as_array().unwrap().iter().any(|x| x["kind"] == "llm"))
+        .collect();
+    assert_eq!(rows.len(), 13);
+    for r in &rows {
+        assert_eq!(r["status"], "incomplete", "{r}");
+        let reason = r["reason"].as_str().unwrap_or("");
+        assert!(
+            reason.contains("not sure enough: 0.50 of its calls agree, its threshold is 0.90"),
+            "{reason}"
+        );
+        for x in r["rubrics"].as_array().unwrap().iter().filter(|x| x["votes"].get("gpt").is_some())
+        {
+            assert!(x["verdict"].is_null(), "{x}");
+            assert_eq!(x["confidence"]["gemini"], 0.5, "{x}");
+        }
+    }
+}

@@ -22,6 +22,7 @@
 pub(crate) mod agreement;
 pub(crate) mod breakdowns;
 pub(crate) mod calibration;
+pub(crate) mod cascade;
 pub(crate) mod compare;
 mod cost;
 

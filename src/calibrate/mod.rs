@@ -11,6 +11,7 @@
 //! never count an abstention as a wrong verdict (the figures are over
 //! decided items; abstention rates are reported beside them).
 
+pub(crate) mod cascade;
 pub(crate) mod doctored;
 pub(crate) mod gold;
 mod probes;
@@ -24,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::aggregate::calibration::{self, Confusion, Estimate};
 use crate::aggregate::{Billed, Prices};
-use crate::judge::config::VoteMode;
+use crate::judge::config::{Guarantee, VoteMode};
 use crate::pipeline::{OutputSource, Prepared, Progress, Scorer};
 use crate::prompt::{Prompt, Templates};
 use crate::score::{RubricKind, TaskResult};
@@ -84,6 +85,8 @@ pub struct CalibrateSettings {
     pub min_coverage: f64,
     /// Whether a panel with a judge a probe flagged may be recommended.
     pub flagged_judges: FlaggedJudges,
+    /// `--target-agreement` and `--risk`: fit a cascade for them.
+    pub cascade: Option<Guarantee>,
     /// Prices for the cost of panels.
     pub prices: Prices,
     /// Bootstrap resamples over tasks.
@@ -115,6 +118,10 @@ pub struct Observation {
     pub votes: BTreeMap<String, Option<Verdict>>,
     /// Each judge's justification, or why it abstained.
     pub notes: BTreeMap<String, String>,
+    /// Per judge asked more than once, the share of its calls that gave
+    /// its vote (once asked, its vote is all it said: 1).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub confidence: BTreeMap<String, f64>,
 }
 
 /// A rater's figures in one slice (a category, positive or penalty items).
@@ -257,6 +264,9 @@ pub struct Calibration {
     /// recommendation itself unless `--allow-flagged`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_unflagged: Option<PanelChoice>,
+    /// The cascade fitted for `--target-agreement`, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cascade: Option<cascade::Cascade>,
 }
 
 /// Why a calibration cannot run.
@@ -355,6 +365,7 @@ fn observe(set: &GoldSet, rows: &[TaskResult]) -> (Vec<Observation>, (u64, u64))
                 panel: r.verdict,
                 votes: r.votes.clone(),
                 notes,
+                confidence: r.confidence.clone(),
             });
         }
     }
@@ -707,6 +718,7 @@ pub(crate) async fn run(
         flagged_judges: settings.flagged_judges,
         flagged_by: BTreeMap::new(),
         best_unflagged: None,
+        cascade: settings.cascade.map(|g| cascade::fit(&obs, &names, &costs, g)),
     };
     let context = probes::Context {
         scorer,

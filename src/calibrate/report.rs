@@ -194,6 +194,7 @@ fn panels(out: &mut String, c: &Calibration) {
         let mode = match p.mode {
             crate::judge::config::VoteMode::All => "all",
             crate::judge::config::VoteMode::Decided => "decided, in this order",
+            crate::judge::config::VoteMode::Escalate => "escalate, in this order",
         };
         let _ = writeln!(
             out,
@@ -213,6 +214,7 @@ fn panels(out: &mut String, c: &Calibration) {
         "\nCosts are the billed tokens stored with the answers the verdicts came from (the same when a rerun finds them in the cache; probe calls and failed attempts aside), divided by the verdicts decided; a \"decided\" panel's are the calls it would make on these outputs given the judges' answers, at each judge's cost per call."
     );
     flagged_judges(out, c);
+    cascade(out, c);
     match &c.recommended {
         Some(r) => {
             let _ = writeln!(
@@ -235,11 +237,47 @@ fn panels(out: &mut String, c: &Calibration) {
         None => {
             let _ = writeln!(
                 out,
-                "\n**No panel recommended:** none decides at least {:.0}% of the labelled items (--min-coverage).",
+                "\n**No panel recommended:** none {}decides at least {:.0}% of the labelled items (--min-coverage).",
+                if c.flagged_by.is_empty() || c.flagged_judges == FlaggedJudges::Allowed {
+                    ""
+                } else {
+                    "without a judge a probe flagged "
+                },
                 c.min_coverage * 100.0
             );
         }
     }
+}
+
+/// The cascade fitted for `--target-agreement`, and its panel file.
+fn cascade(out: &mut String, c: &Calibration) {
+    let Some(k) = &c.cascade else { return };
+    let g = k.guarantee;
+    let _ = writeln!(
+        out,
+        "\n## Cascade (vote mode \"escalate\")\n\nFitted for agreement with gold on at least {} of the rubrics it decides, with probability at least {} (fixed-sequence binomial test per judge at risk {} / {} judges; docs/judges.md). Judges in asking order, cheapest per call first:\n\n| judge | threshold (share of its repeats agreeing) | items reaching it |\n|---|---|---|",
+        g.target_agreement,
+        1.0 - g.risk,
+        g.risk,
+        k.judges.len()
+    );
+    for ((name, t), reached) in k.judges.iter().zip(&k.thresholds).zip(&k.reached) {
+        let t = t.map_or("none holds: never trusted, left out".to_string(), |t| format!("{t:.3}"));
+        let _ = writeln!(out, "| {name} | {t} | {reached} |");
+    }
+    let _ = writeln!(
+        out,
+        "\nOn this set it decides {:.1}% of {} items (the rest abstain: their rows are incomplete), agreeing with gold on {}; USD {} per 1,000 decided verdicts (at most: narrowed calls cost less).",
+        k.coverage * 100.0,
+        k.items,
+        k.agreement.map_or("—".into(), |a| format!("{:.1}%", a * 100.0)),
+        opt(k.cost_per_1000, 3)
+    );
+    let _ = if k.trusts_a_judge() {
+        writeln!(out, "\nThe panel that runs it: `{}` in this folder.", super::cascade::PANEL_FILE)
+    } else {
+        writeln!(out, "\nNo judge meets the target on this set: no panel is written.")
+    };
 }
 
 /// Who a probe flagged, and what that did to the recommendation.

@@ -17,8 +17,8 @@ use redjury::{
     PlannedService, ReportOutput, ReportRequest, RunInputs, RunRequest, ServeRequest,
 };
 use redjury::{
-    BatchFallback, Bootstrap, Dispatch, FlaggedJudges, JudgeMode, OnIncomplete, Probe, RunEnd,
-    ViewKind, Views,
+    BatchFallback, Bootstrap, Dispatch, FlaggedJudges, Guarantee, JudgeMode, OnIncomplete, Probe,
+    RunEnd, ViewKind, Views,
 };
 
 mod progress;
@@ -180,6 +180,12 @@ pub struct CalibrateArgs {
     /// Let the recommendation name a judge a probe flagged (by default such panels are ranked, never recommended).
     #[arg(long)]
     allow_flagged: bool,
+    /// Fit a cascade (vote mode "escalate") whose verdicts agree with gold on at least this share of the rubrics it decides (with --risk); writes escalate-panel.toml.
+    #[arg(long, requires = "risk", value_parser = above_half)]
+    target_agreement: Option<f64>,
+    /// The chance the cascade misses --target-agreement on fresh items (over the draw of the calibration set).
+    #[arg(long, requires = "target_agreement", value_parser = chance)]
+    risk: Option<f64>,
     /// Bootstrap seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -402,6 +408,10 @@ fn calibrate(a: CalibrateArgs) -> anyhow::Result<ExitCode> {
         } else {
             FlaggedJudges::Excluded
         },
+        cascade: a
+            .target_agreement
+            .zip(a.risk)
+            .map(|(target_agreement, risk)| Guarantee { target_agreement, risk }),
         bootstrap: Bootstrap { seed: a.seed, resamples: a.resamples as usize },
         reader: redjury::isolated_reader()?,
     })?;
@@ -563,6 +573,22 @@ async fn shutdown_signal() {
 }
 
 /// A share, 0 to 1 (`--min-coverage`).
+/// A target agreement: above a coin's 0.5, below certainty.
+fn above_half(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.5 && v < 1.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a share above 0.5 and below 1")),
+    }
+}
+
+/// A risk: above 0 (a bound that holds surely needs every item), below 1.
+fn chance(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a probability above 0 and below 1")),
+    }
+}
+
 fn share(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),

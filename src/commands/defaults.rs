@@ -19,6 +19,8 @@ pub struct Found {
     pub panel: PanelConfig,
     /// Where the panel came from, for the user.
     pub panel_from: String,
+    /// The panel file's text (calibrate writes a cascade's panel from it).
+    pub panel_text: String,
     /// The price table.
     pub prices: Prices,
     /// Where the prices came from.
@@ -66,14 +68,17 @@ pub(crate) fn resolve(
     out: &Path,
     tasks: Option<&Path>,
 ) -> Result<Found, CommandError> {
-    let (panel, panel_from) = match locate(panel, "panel.toml", tasks) {
+    let (panel, panel_from, panel_text) = match locate(panel, "panel.toml", tasks) {
         Some((path, why)) => {
-            (PanelConfig::load(&path).map_err(CommandError::refused)?, describe(&path, why))
+            let panel = PanelConfig::load(&path).map_err(CommandError::refused)?;
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            (panel, describe(&path, why), text)
         }
         None => (
             PanelConfig::parse(BUILTIN_PANEL, "built-in panel.toml")
                 .map_err(CommandError::failed)?,
             "built-in default panel".to_string(),
+            BUILTIN_PANEL.to_string(),
         ),
     };
     let (prices, prices_from) = match locate(prices, "prices.toml", tasks) {
@@ -86,7 +91,7 @@ pub(crate) fn resolve(
         ),
     };
     let mut panel = panel;
-    if panel.mode == VoteMode::Decided {
+    if matches!(panel.mode, VoteMode::Decided | VoteMode::Escalate) {
         order_for_deciding(&mut panel, &prices);
     }
     let cache = match cache {
@@ -96,7 +101,7 @@ pub(crate) fn resolve(
             None => PathBuf::from("cache.sqlite"),
         },
     };
-    Ok(Found { panel, panel_from, prices, prices_from, cache })
+    Ok(Found { panel, panel_from, panel_text, prices, prices_from, cache })
 }
 
 /// The order decided mode asks in: as `[vote] order` says; unwritten, the

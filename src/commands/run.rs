@@ -8,6 +8,7 @@ use crate::aggregate::Bootstrap;
 use crate::calibrate::{self, CalibrateSettings, Calibration, FlaggedJudges, Probe};
 use crate::commands::{CommandError, Found, Judging, built};
 use crate::isolated::Reader;
+use crate::judge::config::{Guarantee, VoteMode};
 use crate::pipeline::run::{RejudgeJob, RunError, RunReport, RunSettings, ScoreJob, Views};
 use crate::pipeline::{Dispatch, JudgeMode, Progress, Scorer, ScorerConfig, load_tasks};
 use crate::report::Shard;
@@ -171,6 +172,8 @@ pub struct CalibrateRequest {
     pub min_coverage: f64,
     /// Whether a panel with a judge a probe flagged may be recommended.
     pub flagged_judges: FlaggedJudges,
+    /// Fit a cascade (vote mode "escalate") for this agreement and risk.
+    pub cascade: Option<Guarantee>,
     /// The bootstrap over tasks.
     pub bootstrap: Bootstrap,
 }
@@ -197,8 +200,12 @@ impl PlannedCalibration {
     /// every error is a refusal.
     pub fn plan(request: CalibrateRequest) -> Result<PlannedCalibration, CommandError> {
         let found = request.judging.resolve(&request.out, Some(&request.tasks))?;
+        // Every judge votes on every item: calibration simulates the vote
+        // modes on those votes, whatever mode the panel file runs in.
+        let mut panel = found.panel.clone();
+        panel.mode = VoteMode::All;
         let config = ScorerConfig {
-            panel: found.panel.clone(),
+            panel,
             templates: request.judging.templates()?,
             cache_path: found.cache.clone(),
             mode: JudgeMode::Live,
@@ -210,6 +217,7 @@ impl PlannedCalibration {
             within: request.within,
             min_coverage: request.min_coverage,
             flagged_judges: request.flagged_judges,
+            cascade: request.cascade,
             prices: found.prices.clone(),
             resamples: request.bootstrap.resamples,
             seed: request.bootstrap.seed,
@@ -252,7 +260,7 @@ impl PlannedCalibration {
             )));
         }
         let calibration = calibrated.map_err(CommandError::failed)?;
-        write_calibration(&self.out, &calibration)?;
+        write_calibration(&self.out, &calibration, &self.found.panel_text)?;
         Ok(CalibrationDone { calibration, out: self.out })
     }
 }
@@ -280,10 +288,30 @@ impl CalibrationDone {
                     ""
                 }
             )),
+            None if !c.flagged_by.is_empty() && c.flagged_judges == FlaggedJudges::Excluded => {
+                text.push_str(&format!(
+                    "no panel recommended: none without a judge a probe flagged decides {:.0}% of the labelled items (--min-coverage, --allow-flagged)\n",
+                    c.min_coverage * 100.0
+                ))
+            }
             None => text.push_str(&format!(
                 "no panel recommended: none decides {:.0}% of the labelled items (--min-coverage)\n",
                 c.min_coverage * 100.0
             )),
+        }
+        if let Some(k) = &c.cascade {
+            text.push_str(&match k.trusts_a_judge() {
+                true => format!(
+                    "cascade: decides {:.1}% of the items, agreement {} on them; its panel: {}\n",
+                    k.coverage * 100.0,
+                    k.agreement.map_or("—".into(), |a| format!("{:.1}%", a * 100.0)),
+                    self.out.join(calibrate::cascade::PANEL_FILE).display()
+                ),
+                false => {
+                    "cascade: no judge meets --target-agreement on this set; no panel written\n"
+                        .into()
+                }
+            });
         }
         text.push_str(&format!("calibration in {}\n", self.out.display()));
         text
@@ -296,7 +324,13 @@ impl CalibrationDone {
     }
 }
 
-fn write_calibration(out: &Path, c: &Calibration) -> Result<(), CommandError> {
-    calibrate::report::write(out, c)
-        .map_err(|e| CommandError::failed(e).context(format!("cannot write {}", out.display())))
+/// calibration.json and .md, and a fitted cascade's panel file.
+fn write_calibration(out: &Path, c: &Calibration, panel: &str) -> Result<(), CommandError> {
+    let failed = |e| CommandError::failed(e).context(format!("cannot write {}", out.display()));
+    calibrate::report::write(out, c).map_err(failed)?;
+    if let Some(text) = c.cascade.as_ref().and_then(|k| calibrate::cascade::panel_file(panel, k)) {
+        let path = out.join(calibrate::cascade::PANEL_FILE);
+        crate::report::write_atomic(&path, text.as_bytes()).map_err(failed)?;
+    }
+    Ok(())
 }

@@ -100,6 +100,9 @@ struct VoteFile {
     #[serde(default)]
     mode: VoteMode,
     order: Option<JudgeOrder>,
+    /// What the escalate thresholds were fitted for (written by calibrate).
+    target_agreement: Option<Spanned<f64>>,
+    risk: Option<Spanned<f64>>,
 }
 
 /// How a panel asks its judges (`[vote] mode`).
@@ -113,6 +116,13 @@ pub enum VoteMode {
     /// once no vote still to come can change its verdict (or take it
     /// below the quorum): the same verdicts, fewer calls.
     Decided,
+    /// Judges are asked in order, and a rubric takes the verdict of the
+    /// first judge whose repeats agree on it at least as much as that
+    /// judge's `threshold`; one no judge is that sure of abstains (the row
+    /// is incomplete). The thresholds come from `calibrate
+    /// --target-agreement A --risk R`: the verdicts agree with gold on at
+    /// least A of the rubrics decided, with probability at least 1 − R.
+    Escalate,
 }
 
 /// The order `decided` mode asks judges in (`[vote] order`).
@@ -186,6 +196,8 @@ struct JudgeFile {
     batch_max_requests: Option<Spanned<i64>>,
     /// Bytes per submitted batch, at most (default: under the provider's limit).
     batch_max_bytes: Option<Spanned<i64>>,
+    /// Mode "escalate": the confidence at which its verdict is trusted.
+    threshold: Option<Spanned<f64>>,
 }
 
 /// One judge's settings.
@@ -237,6 +249,10 @@ pub struct JudgeConfig {
     pub batch_max_requests: u64,
     /// Bytes per submitted batch, at most.
     pub batch_max_bytes: u64,
+    /// Vote mode "escalate": the share of its repeats that must agree on a
+    /// rubric for its verdict there to be trusted (fitted by `calibrate
+    /// --target-agreement`); `None` outside that mode.
+    pub threshold: Option<f64>,
 }
 
 /// Defaults of the optional settings.
@@ -274,6 +290,7 @@ impl JudgeConfig {
             batch_poll_ms: DEFAULT_BATCH_POLL_MS,
             batch_max_requests: provider.batch_limits().0,
             batch_max_bytes: provider.batch_limits().1,
+            threshold: None,
         }
     }
 
@@ -321,6 +338,20 @@ pub struct PanelConfig {
     /// panel's.
     #[serde(default)]
     pub order: Option<JudgeOrder>,
+    /// Mode "escalate": what its thresholds were fitted for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guarantee: Option<Guarantee>,
+}
+
+/// What a cascade's thresholds promise: the verdicts it gives agree with
+/// gold on at least `target_agreement` of the rubrics it decides, with
+/// probability at least 1 − `risk` (over the draw of the calibration set).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Guarantee {
+    /// The least share of decided verdicts agreeing with gold.
+    pub target_agreement: f64,
+    /// The chance the calibration set was unlucky enough to miss it.
+    pub risk: f64,
 }
 
 /// Why a panel file cannot be used. The variants' fields are the parts of
@@ -479,7 +510,49 @@ impl PanelConfig {
             }
             None => 2.min(judges.len()),
         };
-        Ok(PanelConfig { judges, quorum, mode: file.vote.mode, order: file.vote.order })
+        let guarantee = guarantee(&loc, &file.vote, &judges)?;
+        Ok(PanelConfig { judges, quorum, mode: file.vote.mode, order: file.vote.order, guarantee })
+    }
+}
+
+/// The escalate settings checked together: every judge of an escalating
+/// panel has a threshold (a judge that is never trusted only costs), none
+/// of another panel has one, and the guarantee is given whole or not at all.
+fn guarantee(
+    loc: &Locator<'_>,
+    vote: &VoteFile,
+    judges: &[JudgeConfig],
+) -> Result<Option<Guarantee>, ConfigError> {
+    let escalate = vote.mode == VoteMode::Escalate;
+    if let Some(j) = judges.iter().find(|j| j.threshold.is_some() != escalate) {
+        let msg = if escalate {
+            format!(
+                "judge '{}': vote mode \"escalate\" needs a threshold for every judge (redjury calibrate --target-agreement A --risk R writes them)",
+                j.name
+            )
+        } else {
+            format!("judge '{}': a threshold applies to vote mode \"escalate\" only", j.name)
+        };
+        return Err(loc.invalid(msg));
+    }
+    let share = |v: &Spanned<f64>, field: &str, lo: f64, hi: f64| {
+        let x = *v.get_ref();
+        if x.is_finite() && x > lo && x < hi {
+            Ok(x)
+        } else {
+            Err(loc.at(v.span(), format!("{field} must be above {lo} and below {hi}, got {x}")))
+        }
+    };
+    match (&vote.target_agreement, &vote.risk) {
+        (None, None) => Ok(None),
+        (Some(a), Some(r)) if escalate => Ok(Some(Guarantee {
+            target_agreement: share(a, "target_agreement", 0.5, 1.0)?,
+            risk: share(r, "risk", 0.0, 1.0)?,
+        })),
+        (Some(v), _) | (_, Some(v)) => Err(loc.at(
+            v.span(),
+            "target_agreement and risk go together, in vote mode \"escalate\" only".into(),
+        )),
     }
 }
 
@@ -543,6 +616,15 @@ fn judge(loc: &Locator<'_>, j: &JudgeFile) -> Result<JudgeConfig, ConfigError> {
         anthropic_version,
         output_tokens_field: j.output_tokens_field.unwrap_or_default(),
         structured_output: j.structured_output.unwrap_or_default(),
+        threshold: match &j.threshold {
+            Some(t) if (0.0..=1.0).contains(t.get_ref()) => Some(*t.get_ref()),
+            Some(t) => {
+                let msg =
+                    format!("judge '{n}': threshold must be between 0 and 1, got {}", t.get_ref());
+                return Err(loc.at(t.span(), msg));
+            }
+            None => None,
+        },
         max_reply_bytes: loc.opt(
             &j.max_reply_bytes,
             "max_reply_bytes",
@@ -654,6 +736,38 @@ max_attempts = 3
         let providers: Vec<_> = p.judges.iter().map(|j| j.provider).collect();
         assert_eq!(providers, [Provider::Openai, Provider::Anthropic, Provider::Gemini]);
         assert_eq!(p.quorum, 2);
+    }
+
+    /// An escalating panel states its thresholds and guarantee whole: a
+    /// judge without a threshold would only cost, one outside the mode
+    /// would be ignored, half a guarantee is no promise.
+    #[test]
+    fn escalate_panels_are_checked_whole() {
+        let err = |vote: &str, judge: &str| {
+            let text = format!("[vote]\n{vote}\n{}", ONE.replace("max_attempts = 3", judge));
+            PanelConfig::parse(&text, "p.toml").err().map(|e| e.to_string())
+        };
+        let ok = "mode = \"escalate\"\ntarget_agreement = 0.9\nrisk = 0.1";
+        assert_eq!(err(ok, "max_attempts = 3\nthreshold = 0.8"), None);
+        let p = PanelConfig::parse(
+            &format!(
+                "[vote]\n{ok}\n{}",
+                ONE.replace("max_attempts = 3", "max_attempts = 3\nthreshold = 0.8")
+            ),
+            "p.toml",
+        )
+        .expect("loads");
+        assert_eq!(p.judges[0].threshold, Some(0.8));
+        assert_eq!(p.guarantee, Some(Guarantee { target_agreement: 0.9, risk: 0.1 }));
+        let no_threshold = err(ok, "max_attempts = 3").unwrap_or_default();
+        assert!(no_threshold.contains("needs a threshold for every judge"), "{no_threshold}");
+        let outside =
+            err("mode = \"decided\"", "max_attempts = 3\nthreshold = 0.8").unwrap_or_default();
+        assert!(outside.contains("applies to vote mode \"escalate\" only"), "{outside}");
+        let half = err("mode = \"escalate\"\nrisk = 0.1", "max_attempts = 3\nthreshold = 0.8");
+        assert!(half.unwrap_or_default().contains("go together"));
+        let high = err(ok, "max_attempts = 3\nthreshold = 1.5").unwrap_or_default();
+        assert!(high.contains("threshold must be between 0 and 1"), "{high}");
     }
 
     #[test]

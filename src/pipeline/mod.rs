@@ -403,6 +403,7 @@ impl Scorer {
         let batched = match self.voting {
             VoteMode::All => self.judges.len(),
             VoteMode::Decided => crate::panel::first_wave(self.judges.len(), self.quorum),
+            VoteMode::Escalate => 1.min(self.judges.len()),
         };
         judging::submit(items, &self.judges[..batched], &self.cache).await
     }

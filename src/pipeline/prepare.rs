@@ -70,6 +70,7 @@ pub(crate) fn skeleton(task: &Task, trial: &str, gate: GateResult) -> TaskResult
                 justifications: BTreeMap::new(),
                 abstentions: BTreeMap::new(),
                 not_asked: BTreeMap::new(),
+                confidence: BTreeMap::new(),
             })
             .collect(),
     }

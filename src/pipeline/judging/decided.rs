@@ -25,7 +25,7 @@ use crate::score::{RubricKind, TaskResult};
 use crate::verdict::Verdict;
 
 /// What one item's calls so far say: per judge, its calls.
-type Calls = BTreeMap<(usize, usize), Vec<CallResult>>;
+pub(super) type Calls = BTreeMap<(usize, usize), Vec<CallResult>>;
 
 pub(super) async fn judge(
     items: Vec<Prepared>,
@@ -101,7 +101,11 @@ pub(super) async fn judge(
 /// What a later judge is sent about an item whose `open` rubrics are
 /// still open: the whole prompt, one narrowed to them, or nothing when
 /// every rubric is settled. Its counters record what was left out.
-fn narrowed_for(judge: &Judge, prompt: &Arc<Prompt>, open: &[String]) -> Option<Arc<Prompt>> {
+pub(super) fn narrowed_for(
+    judge: &Judge,
+    prompt: &Arc<Prompt>,
+    open: &[String],
+) -> Option<Arc<Prompt>> {
     if open.len() == prompt.rubric_ids.len() {
         return Some(prompt.clone());
     }

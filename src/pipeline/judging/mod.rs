@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod decided;
+mod escalate;
 
 use super::prepare::Prepared;
 use crate::cache::Cache;
@@ -159,6 +160,7 @@ pub(super) async fn judge(
             judge_all(items, panel.judges, panel.quorum, cache, progress, skipped).await
         }
         VoteMode::Decided => decided::judge(items, panel, cache, progress, skipped).await,
+        VoteMode::Escalate => escalate::judge(items, panel, cache, progress, skipped).await,
     }
 }
 
@@ -300,6 +302,9 @@ pub(super) fn record_vote(
 ) -> Option<Verdict> {
     let (vote, justification, abstention) = combine_repeats(calls, &rubric.id);
     rubric.votes.insert(name.to_string(), vote);
+    if let Some(share) = confidence(calls, &rubric.id).filter(|_| calls.len() > 1) {
+        rubric.confidence.insert(name.to_string(), share);
+    }
     if let Some(j) = justification {
         rubric.justifications.insert(name.to_string(), j);
     }
@@ -307,6 +312,19 @@ pub(super) fn record_vote(
         rubric.abstentions.insert(name.to_string(), a);
     }
     vote
+}
+
+/// The share of a judge's calls on a rubric that gave its vote (an
+/// abstaining call counts against it); `None` when it has no vote.
+pub(super) fn confidence(calls: &[CallResult], rubric: &str) -> Option<f64> {
+    let vote = combine_repeats(calls, rubric).0?;
+    let agreeing = calls
+        .iter()
+        .filter(|c| {
+            matches!(c.votes.get(rubric), Some(JudgeVote::Verdict { verdict, .. }) if *verdict == vote)
+        })
+        .count();
+    Some(agreeing as f64 / calls.len() as f64)
 }
 
 /// One judge's vote on one rubric from its repeats: the strict majority of
