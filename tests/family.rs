@@ -169,6 +169,27 @@ fn fields() {
             ),
         );
     }
+    // Regression (issue 39): a plain REF whose bookmark spans only a
+    // sentence deleted inside a paragraph that stays passed; once accepted,
+    // the bookmark is gone and the field shows "Error! Reference source
+    // not found.". A bookmark over kept text, or a point, still resolves.
+    let sentence = |bookmarked: &str| {
+        format!(
+            r#"<w:p>{}<w:bookmarkStart w:id="0" w:name="_RefSentence"/>{bookmarked}<w:bookmarkEnd w:id="0"/></w:p><w:p>{}</w:p>"#,
+            run("Kept text. "),
+            ref_field("_RefSentence", "Gone sentence.")
+        )
+    };
+    let gone =
+        r#"<w:del w:id="8" w:author="A"><w:r><w:delText>Gone sentence.</w:delText></w:r></w:del>"#;
+    fail(
+        json!({"type": "fields"}),
+        &Docx::body(&sentence(gone)).load(),
+        "the REF cross-reference to _RefSentence points at a bookmark whose text is all deleted in the accepted state",
+    );
+    let partly = format!("{gone}{}", run("Kept sentence."));
+    pass(json!({"type": "fields"}), &Docx::body(&sentence(&partly)).load());
+    pass(json!({"type": "fields"}), &Docx::body(&sentence("")).load());
     if let Some(word) = corpus("cross_reference.docx") {
         pass(json!({"type": "fields"}), &word);
     }

@@ -5,7 +5,7 @@
 
 use super::text::{normalise_ws, preview};
 use super::{Facts, Outcome, verdict};
-use crate::docx::{Field, State};
+use crate::docx::{BookmarkSpan, Field, State};
 use crate::task::check_spec::FieldsSpec;
 
 /// What Word shows when a field's target is gone.
@@ -92,14 +92,25 @@ fn bookmarked_paragraph(facts: &Facts<'_>, name: &str) -> Option<usize> {
 }
 
 /// Why a REF, PAGEREF or NOTEREF points at a bookmark that is gone once
-/// every change is accepted: its paragraph is deleted. (Only numbered REFs
-/// were caught; a plain REF or PAGEREF to a deleted clause passed.)
+/// every change is accepted: its paragraph is deleted, or all the text it
+/// spans is. (Only numbered REFs were caught; a plain REF or PAGEREF to a
+/// deleted clause passed.)
 fn deleted_target(facts: &Facts<'_>, f: &Field) -> Option<String> {
     let name = f.target()?;
-    let (p, _) = facts.sections.paragraphs.get(bookmarked_paragraph(facts, name)?)?;
-    (!p.present(State::Accepted)).then(|| {
+    let paragraph =
+        bookmarked_paragraph(facts, name).and_then(|i| facts.sections.paragraphs.get(i));
+    let (what, gone) = match paragraph {
+        Some((p, _)) if !p.present(State::Accepted) => ("a paragraph", true),
+        // A bookmark over deleted text only, in a paragraph that stays (a
+        // deleted sentence): accepting removes it all the same.
+        _ => (
+            "a bookmark whose text is all",
+            facts.doc.bookmarks.iter().any(|b| b.name == name && b.span == BookmarkSpan::Deleted),
+        ),
+    };
+    gone.then(|| {
         format!(
-            "the {} cross-reference to {name} points at a paragraph deleted in the accepted state (shown as {:?})",
+            "the {} cross-reference to {name} points at {what} deleted in the accepted state (shown as {:?})",
             f.kind(),
             f.result.trim()
         )

@@ -35,7 +35,7 @@ use sections::Sections;
 
 /// The version of check evaluation. Bump it whenever a check can give
 /// another verdict or reason for the same inputs: it keys cached verdicts.
-pub(crate) const CHECK_VERSION: u32 = 7;
+pub(crate) const CHECK_VERSION: u32 = 8;
 
 /// A check's verdict and the one-line reason for it.
 pub type Outcome = (Verdict, String);

@@ -199,6 +199,22 @@ pub struct Bookmark {
     pub name: String,
     /// The body paragraph it starts in (or before), python-docx index.
     pub body_index: Option<u32>,
+    /// What its range holds once every change is accepted.
+    #[serde(default)]
+    pub span: BookmarkSpan,
+}
+
+/// What a bookmark's range holds once every change is accepted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BookmarkSpan {
+    /// Some of its text stays, or it marks a point.
+    #[default]
+    Kept,
+    /// It spans text and all of it is deleted: accepting the changes
+    /// removes the bookmark (a reference to it then shows Word's
+    /// "Error! Reference source not found.").
+    Deleted,
 }
 
 /// Inline content of a paragraph.

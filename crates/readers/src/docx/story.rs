@@ -154,6 +154,9 @@ struct Parser<'c, 'x> {
     fields: Vec<FieldPhase>,
     /// The fields open now (same depth as `fields`), being filled.
     open_fields: Vec<Field>,
+    /// The body's bookmarks open now: id, index in `ctx.bookmarks`, and
+    /// whether they have met text, and text that is not deleted.
+    open_bookmarks: Vec<OpenBookmark>,
     /// One entry per open `mc:AlternateContent`: whether a branch was taken.
     alternates: Vec<bool>,
     run_format: Option<usize>,
@@ -182,6 +185,16 @@ struct Parser<'c, 'x> {
     pending_comment_ends: Vec<String>,
     next_body_index: u32,
     custom_note_mark: bool,
+}
+
+/// A body bookmark between its start and its end.
+struct OpenBookmark {
+    id: String,
+    index: usize,
+    /// Text met inside it.
+    text: bool,
+    /// Text met inside it that is not deleted.
+    kept: bool,
 }
 
 /// What a `w:drawing` or `w:pict` held, as far as the view cares.
@@ -215,6 +228,7 @@ pub(crate) fn parse_blocks(
         wrappers: Vec::new(),
         fields: Vec::new(),
         open_fields: Vec::new(),
+        open_bookmarks: Vec::new(),
         alternates: Vec::new(),
         run_format: None,
         run_look: Look::default(),
@@ -452,6 +466,10 @@ impl<'c, 'x> Parser<'c, 'x> {
                 self.bookmark(e);
                 self.skip_if_open(tag)?;
             }
+            "bookmarkEnd" => {
+                self.bookmark_end(e);
+                self.skip_if_open(tag)?;
+            }
             "instrText" | "delInstrText" | "sdtPr" | "sdtEndPr" | "fldData" | "ffData" => {
                 self.skip_if_open(tag)?
             }
@@ -530,7 +548,24 @@ impl<'c, 'x> Parser<'c, 'x> {
             (self.mode == Mode::Body && self.path.len() == 1).then_some(self.next_body_index)
         });
         if self.mode == Mode::Body && !name.is_empty() {
-            self.ctx.bookmarks.push(Bookmark { name, body_index });
+            let id = attr(e, "id").unwrap_or_default();
+            let index = self.ctx.bookmarks.len();
+            self.open_bookmarks.push(OpenBookmark { id, index, text: false, kept: false });
+            self.ctx.bookmarks.push(Bookmark { name, body_index, span: BookmarkSpan::Kept });
+        }
+    }
+
+    /// `w:bookmarkEnd`: a bookmark that spanned only deleted text is gone
+    /// once the changes are accepted.
+    fn bookmark_end(&mut self, e: &BytesStart<'_>) {
+        let id = attr(e, "id").unwrap_or_default();
+        let Some(at) = self.open_bookmarks.iter().position(|b| b.id == id) else { return };
+        let open = self.open_bookmarks.remove(at);
+        if open.text
+            && !open.kept
+            && let Some(b) = self.ctx.bookmarks.get_mut(open.index)
+        {
+            b.span = BookmarkSpan::Deleted;
         }
     }
 
@@ -1085,6 +1120,10 @@ impl<'c, 'x> Parser<'c, 'x> {
             return;
         }
         let (inserted, deleted) = self.wrapper_state();
+        for b in &mut self.open_bookmarks {
+            b.text = true;
+            b.kept |= deleted.is_none();
+        }
         // A result is what the field shows once changes are accepted: an
         // update made with tracking on deletes the old number and inserts
         // the new one (a deleted field keeps its text).
