@@ -760,6 +760,41 @@ async fn an_endpoint_that_refuses_connections_stops_its_judge_and_says_where() {
     assert!(started.elapsed() < Duration::from_secs(1), "no more attempts");
 }
 
+/// Regression (issue 39): with the default panel's settings (6 attempts
+/// from 1 s, doubling; claude's 50 rpm, 50,000 tpm, 4 at once) a judge at
+/// a closed port was still retrying after minutes (a run of the example
+/// with every judge at a closed port: > 300 s; now 8.8 s), where a bad key
+/// stops it at the first reply: its retries waited out the backoff and the
+/// rate budgets, behind the calls queued on them. An endpoint that never
+/// answered is retried quickly outside the budgets, and the judge stops
+/// within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_port_stops_its_judge_within_seconds_with_the_default_settings() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let mut c = config(Provider::Openai, &url);
+    (c.max_attempts, c.retry_base_ms, c.retry_max_secs) = (6, 1000, 60);
+    (c.rpm, c.tpm, c.max_concurrency) = (Rate::PerMinute(50), Rate::PerMinute(50_000), 4);
+    let judge = Arc::new(with_config(c));
+    let (cache, _dir) = temp_cache("refused-default");
+    let started = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..13 {
+        let (judge, cache) = (judge.clone(), cache.clone());
+        set.spawn(async move { judge.call(&prompt(&format!("doc {i}")), 0, &cache).await });
+    }
+    let mut why = Vec::new();
+    while let Some(r) = set.join_next().await {
+        why.push(r.unwrap().failure.unwrap_or_default());
+    }
+    let took = started.elapsed();
+    assert!(why.iter().any(|w| w.contains("on all 6 attempts")), "{why:?}");
+    assert!(judge.stopped().is_some());
+    // The backoff alone would wait 1 + 2 + 4 + 8 + 16 = 31 s at least.
+    assert!(took < Duration::from_secs(10), "stopped after {took:?}");
+}
+
 /// A bad key stopped the judge within seconds, but the calls queued
 /// behind its limiter waited out the pace before abstaining (131 s to end
 /// the run). They now end at once, and the message names the variable.

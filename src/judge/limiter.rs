@@ -122,7 +122,9 @@ pub(crate) struct Limiter {
 
 /// Leave to send one request; dropping it frees the slot.
 pub(crate) struct Pass {
-    _slot: OwnedSemaphorePermit,
+    /// The concurrency slot held while the request is out (none for a
+    /// retry that reaches no provider).
+    _slot: Option<OwnedSemaphorePermit>,
     /// This request's number among the judge's requests.
     number: u64,
 }
@@ -201,7 +203,15 @@ impl Limiter {
             }
         }
         let number = self.sent.fetch_add(1, Ordering::Relaxed) + 1;
-        Pass { _slot: permit, number }
+        Pass { _slot: Some(permit), number }
+    }
+
+    /// A pass outside the concurrency, rate and token budgets, for a retry
+    /// that reaches no provider (its endpoint refuses to connect): waiting
+    /// for a slot the calls queued on the budgets hold, it took minutes.
+    pub(crate) fn unbudgeted(&self) -> Pass {
+        let number = self.sent.fetch_add(1, Ordering::Relaxed) + 1;
+        Pass { _slot: None, number }
     }
 
     /// Takes the next request slot if it is due (`None`), or says when to

@@ -21,7 +21,7 @@ pub(crate) mod provider;
 pub(crate) mod verdicts;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -151,6 +151,10 @@ pub enum Auth {
         env: String,
     },
 }
+
+/// The longest wait between attempts to an endpoint that refuses to
+/// connect and has not answered in this run.
+const UNREACHABLE_RETRY: Duration = Duration::from_millis(250);
 
 enum AttemptError {
     Retryable {
@@ -643,12 +647,18 @@ impl Judge {
             Auth::Key(k) => Some(k.as_str()),
         };
         let attempts = AtomicU32::new(0);
+        let refused = AtomicBool::new(false);
         let started = Instant::now();
         let estimate = prompt.estimated_tokens() + u64::from(self.config.max_output_tokens);
         let attempt = || async {
             if attempts.fetch_add(1, Ordering::Relaxed) > 0 {
                 self.counters.retries.fetch_add(1, Ordering::Relaxed);
             }
+            // A retry to an endpoint that has refused every connection in
+            // this run spent none of the provider's limits: it waits for no
+            // budget (behind tpm and the slots of the calls queued on it,
+            // the default panel's judges at closed ports took minutes).
+            let unspent = refused.load(Ordering::Relaxed) && !self.answered.load(Ordering::Relaxed);
             // A call waiting for its turn ends at once when the judge stops
             // (a bad key found by another call): it never waits out the pace.
             let pass = tokio::select! {
@@ -656,21 +666,27 @@ impl Judge {
                 reason = self.until_stopped() => {
                     return Err(AttemptError::Stopped { reason: format!("judge stopped: {reason}") });
                 }
-                pass = self.limiter.acquire(estimate) => pass,
+                pass = self.limiter.acquire(estimate), if !unspent => pass,
+                pass = std::future::ready(self.limiter.unbudgeted()), if unspent => pass,
             };
             // Checked again after the wait: a judge stopped meanwhile gets
             // no more requests.
             if let Some(reason) = self.stopped() {
                 return Err(AttemptError::Stopped { reason: format!("judge stopped: {reason}") });
             }
-            self.shared_turn(cache, estimate)
-                .await
-                .map_err(|reason| AttemptError::Stopped { reason })?;
+            if !unspent {
+                self.shared_turn(cache, estimate)
+                    .await
+                    .map_err(|reason| AttemptError::Stopped { reason })?;
+            }
             if let Some(reason) = self.stopped() {
                 return Err(AttemptError::Stopped { reason: format!("judge stopped: {reason}") });
             }
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            self.attempt(api_key, prompt, &pass, cache).await
+            let result = self.attempt(api_key, prompt, &pass, cache).await;
+            refused
+                .store(matches!(result, Err(AttemptError::Unreachable { .. })), Ordering::Relaxed);
+            result
         };
         let cap = Duration::from_secs(self.config.retry_max_secs);
         let policy = ExponentialBuilder::default()
@@ -686,6 +702,13 @@ impl Judge {
                 // own delay, when it gave one, wins (capped).
                 backoff.map(|d| match e {
                     AttemptError::Retryable { retry_after: Some(server), .. } => (*server).min(cap),
+                    // An endpoint that never answered and refuses to connect
+                    // is down or wrong, like a bad key: its attempts follow
+                    // each other quickly so the judge stops in about a
+                    // second, not after the minute the backoff would take.
+                    AttemptError::Unreachable { .. } if !self.answered.load(Ordering::Relaxed) => {
+                        d.min(UNREACHABLE_RETRY)
+                    }
                     _ => d,
                 })
             })
