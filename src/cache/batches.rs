@@ -33,14 +33,33 @@ impl BatchState {
             BatchState::Collected => "collected",
         }
     }
+}
 
-    pub(super) fn parse(s: &str) -> BatchState {
+/// A batch state the store holds that this redjury does not know (a newer
+/// one wrote it, or the row was edited): never read as "submitted", which
+/// would poll, collect or pay on a guess.
+#[derive(Debug, thiserror::Error)]
+#[error("a batch in the store is in state {0:?}, which this redjury does not know")]
+pub struct UnknownBatchState(pub String);
+
+impl std::str::FromStr for BatchState {
+    type Err = UnknownBatchState;
+
+    fn from_str(s: &str) -> Result<BatchState, UnknownBatchState> {
         match s {
-            "collected" => BatchState::Collected,
-            "intent" => BatchState::Intent,
-            _ => BatchState::Submitted,
+            "intent" => Ok(BatchState::Intent),
+            "submitted" => Ok(BatchState::Submitted),
+            "collected" => Ok(BatchState::Collected),
+            other => Err(UnknownBatchState(other.to_string())),
         }
     }
+}
+
+/// A state column read from SQLite, an unknown one a conversion error.
+fn state_at(r: &rusqlite::Row<'_>, column: usize) -> rusqlite::Result<BatchState> {
+    r.get::<_, String>(column)?.parse().map_err(|e: UnknownBatchState| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e))
+    })
 }
 
 /// One provider batch (or the intent to send one).
@@ -193,7 +212,7 @@ impl Sqlite {
                  WHERE i.digest = ?1 AND b.base_url = ?2 AND b.state IN ('submitted', 'intent')
                  ORDER BY b.state = 'intent', b.created_at DESC LIMIT 1",
                 params![digest, base_url],
-                |r| Ok((r.get(0)?, BatchState::parse(&r.get::<_, String>(1)?))),
+                |r| Ok((r.get(0)?, state_at(r, 1)?)),
             )
             .optional()
             .map_err(|e| self.err(e))
@@ -269,7 +288,7 @@ fn batch_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BatchRecord> {
         provider: r.get(2)?,
         base_url: r.get(3)?,
         model: r.get(4)?,
-        state: BatchState::parse(&r.get::<_, String>(5)?),
+        state: state_at(r, 5)?,
         items: r.get::<_, i64>(6)? as u64,
         input_file: r.get(7)?,
         note: r.get(8)?,
@@ -310,6 +329,27 @@ mod tests {
             tag: Some(tag.into()),
             owner: Some("host/1/x".into()),
         }
+    }
+
+    /// Regression (issue 39): a state the store holds that this redjury
+    /// does not know was read as "submitted" (polled and collected on a
+    /// guess); it is an error naming the state.
+    #[test]
+    fn an_unknown_batch_state_is_an_error_not_submitted() {
+        assert_eq!("collected".parse::<BatchState>().ok(), Some(BatchState::Collected));
+        let dir = tempfile::tempdir().expect("temp");
+        let path = dir.path().join("c.sqlite");
+        let cache = Cache::open(&path).expect("open");
+        let item =
+            BatchItem { custom_id: key().digest(), key: key(), rubric_ids: None, position: 0 };
+        cache.record_batch(&intent("t1"), std::slice::from_ref(&item)).expect("record");
+        let raw = rusqlite::Connection::open(&path).expect("raw");
+        raw.execute("UPDATE batches SET state = 'cancelling'", []).expect("edit");
+        let read = cache.batch("intent:t1").map(|_| ()).map_err(|e| e.to_string());
+        let why = read.err().unwrap_or_default();
+        assert!(why.contains("state \"cancelling\", which this redjury does not know"), "{why}");
+        let open = cache.open_batch_of(&key().digest(), "http://x/v1").map_err(|e| e.to_string());
+        assert_eq!(open.ok(), Some(None), "only intents and submitted batches are open");
     }
 
     /// An intent carries its calls (with their rubric ids) before anything

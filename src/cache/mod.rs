@@ -37,6 +37,7 @@ mod postgres;
 mod sqlite;
 
 pub use batches::{BatchItem, BatchRecord, BatchState};
+pub(crate) use batches::UnknownBatchState;
 pub use copy::{CopyReport, copy_store};
 
 /// A store's location as it may be shown: a file's path, or a PostgreSQL

@@ -24,7 +24,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
 use super::engine::{Access, Engine, Record, RecordKind, Takeover};
 use super::{
-    BatchItem, BatchRecord, BatchState, CacheError, CallKey, Outcome, StoredResponse, Usage, now,
+    BatchItem, BatchRecord, BatchState, CacheError, CallKey, Outcome, StoredResponse,
+    UnknownBatchState, Usage, now,
 };
 use crate::prompt::Prompt;
 
@@ -345,21 +346,21 @@ fn call_key_at(r: &tokio_postgres::Row, at: usize) -> CallKey {
 const SELECT_BATCH: &str =
     "id, judge, provider, base_url, model, state, items, input_file, note, created_at, tag, owner";
 
-fn batch_row(r: &tokio_postgres::Row) -> BatchRecord {
-    BatchRecord {
+fn batch_row(r: &tokio_postgres::Row) -> Result<BatchRecord, UnknownBatchState> {
+    Ok(BatchRecord {
         id: r.get(0),
         judge: r.get(1),
         provider: r.get(2),
         base_url: r.get(3),
         model: r.get(4),
-        state: BatchState::parse(&r.get::<_, String>(5)),
+        state: r.get::<_, String>(5).parse()?,
         items: r.get::<_, i64>(6) as u64,
         input_file: r.get(7),
         note: r.get(8),
         created_at: r.get(9),
         tag: r.get(10),
         owner: r.get(11),
-    }
+    })
 }
 
 impl Engine for Postgres {
@@ -657,12 +658,19 @@ impl Engine for Postgres {
              ORDER BY (b.state = 'intent'), b.created_at DESC LIMIT 1"
         );
         let rows = self.query(sql, vec![p(digest.to_string()), p(base_url.to_string())])?;
-        Ok(rows.first().map(|r| (r.get(0), BatchState::parse(&r.get::<_, String>(1)))))
+        let first = rows
+            .first()
+            .map(|r| Ok::<_, UnknownBatchState>((r.get(0), r.get::<_, String>(1).parse()?)));
+        first.transpose().map_err(|e| self.err(e))
     }
 
     fn batch(&self, id: &str) -> Result<Option<BatchRecord>, CacheError> {
         let sql = format!("SELECT {SELECT_BATCH} FROM {}.batches WHERE id = $1", self.schema);
-        Ok(self.query(sql, vec![p(id.to_string())])?.first().map(batch_row))
+        self.query(sql, vec![p(id.to_string())])?
+            .first()
+            .map(batch_row)
+            .transpose()
+            .map_err(|e| self.err(e))
     }
 
     fn batches(&self) -> Result<Vec<BatchRecord>, CacheError> {
@@ -670,7 +678,11 @@ impl Engine for Postgres {
             "SELECT {SELECT_BATCH} FROM {}.batches ORDER BY created_at DESC, id",
             self.schema
         );
-        Ok(self.query(sql, Vec::new())?.iter().map(batch_row).collect())
+        self.query(sql, Vec::new())?
+            .iter()
+            .map(batch_row)
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))
     }
 
     fn batch_items(&self, id: &str) -> Result<Vec<BatchItem>, CacheError> {
