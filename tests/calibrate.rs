@@ -697,7 +697,7 @@ async fn calibrate_fits_a_cascade_and_score_runs_it() {
         "--resamples",
         "100",
     ]);
-    let (code, stdout, stderr) = redjury(a, false).await;
+    let (code, stdout, stderr) = redjury(a.clone(), false).await;
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("cascade: decides 100.0% of the items"), "{stdout}");
     let c: Value =
@@ -758,4 +758,18 @@ async fn calibrate_fits_a_cascade_and_score_runs_it() {
     assert!(rows.iter().all(|r| r["status"] != "incomplete"), "perfect is always sure");
     // perfect is servers[0], unsure servers[1]: 3 calls per output each.
     assert!(sent[0] < sent[1], "perfect asked less than unsure: {sent:?}");
+
+    // A target no judge can be shown to meet on 336 items (99.9%: even
+    // none wrong in 183 is no proof at risk 0.1): no panel, and the one
+    // left in the folder is named as an earlier calibration's.
+    let strict: Vec<String> =
+        a.iter().map(|x| if x == "0.9" { "0.999".to_string() } else { x.clone() }).collect();
+    let (code, stdout, stderr) = redjury(strict, false).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout
+            .contains("cascade: no judge meets --target-agreement on this set; no panel written (")
+            && stdout.contains("escalate-panel.toml is from an earlier calibration)"),
+        "{stdout}"
+    );
 }

@@ -308,8 +308,15 @@ impl CalibrationDone {
                     self.out.join(calibrate::cascade::PANEL_FILE).display()
                 ),
                 false => {
-                    "cascade: no judge meets --target-agreement on this set; no panel written\n"
-                        .into()
+                    let stale = self.out.join(calibrate::cascade::PANEL_FILE);
+                    let earlier = if stale.exists() {
+                        format!(" ({} is from an earlier calibration)", stale.display())
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "cascade: no judge meets --target-agreement on this set; no panel written{earlier}\n"
+                    )
                 }
             });
         }
