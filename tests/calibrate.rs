@@ -728,6 +728,11 @@ async fn calibrate_fits_a_cascade_and_score_runs_it() {
     assert_eq!(code, 0, "{o}{e}");
     let sent: Vec<usize> =
         servers.iter().zip(&before).map(|(s, b)| s.requests().len() - b).collect();
+    let notes = summary(&run)["notes"].to_string();
+    assert!(
+        notes.contains("fitted for agreement with gold on at least 0.9 of the rubrics decided, with probability at least 0.9"),
+        "{notes}"
+    );
     let rows = results(&run);
     let (mut by_unsure, mut by_perfect) = (0, 0);
     for r in rows.iter().flat_map(|r| r["rubrics"].as_array().unwrap().iter()) {

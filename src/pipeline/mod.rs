@@ -31,7 +31,7 @@ pub(crate) use prepare::skeleton;
 use crate::cache::{Cache, CacheError};
 use crate::isolated::Reader;
 use crate::judge::batch::{self, Unanswered};
-use crate::judge::config::{PanelConfig, VoteMode};
+use crate::judge::config::{Guarantee, PanelConfig, VoteMode};
 use crate::judge::{Judge, JudgeError};
 use crate::prompt::{Prompt, Templates};
 use crate::report::Estimate;
@@ -172,6 +172,8 @@ pub struct Scorer {
     dry_run: Option<DryRunCause>,
     dispatch: Dispatch,
     voting: VoteMode,
+    /// What an escalating panel's thresholds were fitted for.
+    guarantee: Option<Guarantee>,
     estimates: Mutex<estimate::Estimates>,
     reader: Reader,
 }
@@ -189,9 +191,22 @@ impl Scorer {
             .iter()
             .map(|c| Judge::from_env(c.clone()).map(Arc::new))
             .collect::<Result<_, _>>()?;
-        let scorer =
+        let mut scorer =
             Scorer::with_judges(judges, config.panel.quorum, config.templates, cache, config.mode)?;
+        scorer.guarantee = config.panel.guarantee;
         Ok(scorer.dispatching(config.dispatch).voting(config.panel.mode).reading(config.reader))
+    }
+
+    /// What a run in vote mode "escalate" promises, for its summary.
+    pub(crate) fn escalation_note(&self) -> Option<String> {
+        (self.voting == VoteMode::Escalate).then(|| match self.guarantee {
+            Some(g) => format!(
+                "vote mode \"escalate\": a rubric takes the vote of the first judge whose repeats agree on it at least as much as its threshold; fitted for agreement with gold on at least {} of the rubrics decided, with probability at least {}, on items drawn like the calibration set; a rubric no judge was sure of abstains",
+                g.target_agreement,
+                1.0 - g.risk
+            ),
+            None => "vote mode \"escalate\": a rubric takes the vote of the first judge whose repeats agree on it at least as much as its threshold (the panel states no guarantee); a rubric no judge was sure of abstains".into(),
+        })
     }
 
     /// The same scorer, reading outputs with `reader`.
@@ -258,6 +273,7 @@ impl Scorer {
             dry_run,
             dispatch: Dispatch::Live,
             voting: VoteMode::All,
+            guarantee: None,
             estimates: Mutex::new(estimate::Estimates::default()),
             reader: Reader::InProcess,
         })

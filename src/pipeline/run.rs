@@ -559,6 +559,7 @@ pub(crate) fn summarize(
     summary.quorum = scorer.quorum();
     summary.template_version = scorer.templates().version.clone();
     summary.notes = scorer.cache().notes();
+    summary.notes.extend(scorer.escalation_note());
     let estimates = scorer.estimates();
     let mut panel = CounterSnapshot::default();
     for j in scorer.judges() {
