@@ -575,6 +575,38 @@ fn text_typed_over_without_tracking_is_marked_counted_and_checked() {
     assert!(why.contains("names no input"), "{why}");
 }
 
+/// Regression (issue 33): an edit typed over a footer or a footnote with
+/// tracking off was never compared (only the body was), so the check
+/// passed a policy that rewrote the legend in the footer untracked.
+#[test]
+fn untracked_edits_in_footers_and_notes_are_checked() {
+    let body = |tracked: bool| {
+        let change = if tracked { ins(1, AGENT, " by email") } else { String::new() };
+        para(&format!("{}{change}{}", run("Notices are given in writing"), run(".")))
+    };
+    let notes = |text: &str| {
+        format!(r#"<w:footnote w:id="1"><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:footnote>"#)
+    };
+    let doc = |footer: &str, note: &str, tracked: bool| Docx {
+        footer: Some(p(footer)),
+        footnotes: Some(notes(note)),
+        ..Docx::body(&body(tracked))
+    };
+    let input = doc("Confidential - Vendor Ltd", "As defined in the MSA.", false).load();
+    let on = On { input: Some(&input), author: AGENT, ..On::default() };
+    let same = doc("Confidential - Vendor Ltd", "As defined in the MSA.", true).load();
+    assert_eq!(verdict(&untracked_check(0), &same, &on).0, Pass);
+    let rewritten = doc("Public - Vendor Ltd", "As defined in the SOW.", true).load();
+    let (v, why) = verdict(&untracked_check(0), &rewritten, &on);
+    assert_eq!(v, Fail, "{why}");
+    assert!(
+        why.starts_with("4 change(s) not tracked as this round's (wanted at most 0): in footnote 1: deleted \"MSA.\"; in footnote 1: inserted \"SOW.\"; in the footer (word/footer1.xml): deleted \"Confidential\", and 1 more"),
+        "{why}"
+    );
+    let gate = redjury::gate_against(&Ok(rewritten), AGENT, Some(&input));
+    assert!(gate.passed && gate.untracked == 4, "{gate:?}");
+}
+
 #[test]
 fn accepting_or_rejecting_the_other_sides_changes_is_not_untracked() {
     let earlier = format!(

@@ -281,6 +281,7 @@ pub fn check_against(
         let untracked = match input {
             Some(input) => {
                 crate::view::untracked::seen_compare(doc, input).count()
+                    + crate::view::untracked::story_edits(&doc.as_seen(), &input.as_seen()).len()
                     + not_in_input(doc, input, author).len()
             }
             None => 0,

@@ -34,8 +34,9 @@ use crate::verdict::Verdict;
 use sections::Sections;
 
 /// The version of check evaluation. Bump it whenever a check can give
-/// another verdict or reason for the same inputs: it keys cached verdicts.
-pub(crate) const CHECK_VERSION: u32 = 8;
+/// another verdict or reason for the same inputs: it keys cached verdicts
+/// and, with the view's version, cached gate results.
+pub(crate) const CHECK_VERSION: u32 = 9;
 
 /// A check's verdict and the one-line reason for it.
 pub type Outcome = (Verdict, String);

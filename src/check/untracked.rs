@@ -1,9 +1,10 @@
 //! `untracked_changes`: what the output changed without tracking, compared
-//! with the task's input, and the changes it attributes to another author
-//! that the input does not hold — at most `max` of them.
+//! with the task's input (the body, headers, footers and notes), and the
+//! changes it attributes to another author that the input does not hold —
+//! at most `max` of them.
 
 use super::{Facts, Outcome, gate, verdict};
-use crate::view::untracked::compare;
+use crate::view::untracked::{compare, story_edits};
 
 pub(super) fn evaluate(facts: &Facts<'_>, max: u32, attributed: bool) -> Outcome {
     let Some(input) = facts.input_doc else {
@@ -14,6 +15,7 @@ pub(super) fn evaluate(facts: &Facts<'_>, max: u32, attributed: bool) -> Outcome
         );
     };
     let mut found = compare(facts.doc, input).describe();
+    found.extend(story_edits(facts.doc, input));
     if attributed {
         found.extend(gate::not_in_input(facts.doc, input, facts.task_author));
     }

@@ -86,8 +86,11 @@ fn render_key(bytes: &[u8], task: &Task, style: JudgeView) -> String {
         JudgeView::Annotated => "",
         JudgeView::Reference => "reference",
     };
-    let parts: [&[u8]; 7] = [
+    // The gate's result is stored with the view: its version keys it too.
+    let gate_version = crate::check::CHECK_VERSION.to_le_bytes();
+    let parts: [&[u8]; 8] = [
         &version,
+        &gate_version,
         style.as_bytes(),
         env!("CARGO_PKG_VERSION").as_bytes(),
         sha.as_bytes(),

@@ -11,7 +11,7 @@
 //! fixed bound: a paired paragraph whose differing middle is too long to
 //! compare word by word is reported as rewritten whole.
 
-use crate::docx::{Document, Paragraph, State, visit_paragraphs};
+use crate::docx::{Block, Document, Paragraph, State, Story, StoryKind, visit_paragraphs};
 
 use super::characters::as_read;
 use super::plain::paragraph_text;
@@ -86,12 +86,48 @@ pub(crate) fn seen_compare(output: &Document, input: &Document) -> Untracked {
 
 /// Compares `output` with `input`.
 pub(crate) fn compare(output: &Document, input: &Document) -> Untracked {
+    compare_blocks(&output.body, &input.body)
+}
+
+/// The untracked edits in the headers, footers, footnotes and endnotes, in
+/// a reader's words, each saying where: a story of the output paired with
+/// the input's of the same kind and part (or note id), one the other side
+/// lacks compared with nothing. (Text boxes are left out: their ordinals
+/// move when one is added.)
+pub(crate) fn story_edits(output: &Document, input: &Document) -> Vec<String> {
+    let counted = |s: &&Story| !matches!(s.kind, StoryKind::TextBox) && s.hidden.is_none();
+    let key = |s: &Story| (s.kind, s.id.clone());
+    let mut out = Vec::new();
+    let mut describe = |s: &Story, found: Untracked| {
+        let place = match s.kind {
+            StoryKind::Header => format!("in the header ({})", s.id),
+            StoryKind::Footer => format!("in the footer ({})", s.id),
+            StoryKind::Footnote => format!("in footnote {}", s.id),
+            StoryKind::Endnote => format!("in endnote {}", s.id),
+            StoryKind::TextBox => format!("in text box {}", s.id),
+        };
+        out.extend(found.describe().into_iter().map(|e| format!("{place}: {e}")));
+    };
+    for s in output.stories.iter().filter(counted) {
+        let theirs = input.stories.iter().filter(counted).find(|i| key(i) == key(s));
+        describe(s, compare_blocks(&s.blocks, theirs.map_or(&[], |i| i.blocks.as_slice())));
+    }
+    for s in input.stories.iter().filter(counted) {
+        if !output.stories.iter().filter(counted).any(|o| key(o) == key(s)) {
+            describe(s, compare_blocks(&[], &s.blocks));
+        }
+    }
+    out
+}
+
+/// The untracked edits of the output's `output` blocks against the input's.
+fn compare_blocks(output: &[Block], input: &[Block]) -> Untracked {
     // A paragraph whose mark was inserted (a tracked split) is one with
     // the next in the rejected state: the units compared are the
     // rejected state's paragraphs, each named by its first paragraph.
     let mut outs: Vec<(usize, Vec<String>)> = Vec::new();
     let (mut index, mut pending): (usize, Option<(usize, Vec<String>)>) = (0, None);
-    visit_paragraphs(&output.body, &mut |p| {
+    visit_paragraphs(output, &mut |p| {
         let (_, w) = pending.get_or_insert_with(|| (index, Vec::new()));
         w.extend(words(p, State::Rejected));
         if p.mark_inserted.is_none()
@@ -105,7 +141,7 @@ pub(crate) fn compare(output: &Document, input: &Document) -> Untracked {
     outs.extend(pending.filter(|(_, w)| !w.is_empty()));
     let mut ins: Vec<(Vec<String>, Vec<String>)> = Vec::new();
     let mut open: Option<(Vec<String>, Vec<String>)> = None;
-    visit_paragraphs(&input.body, &mut |p| {
+    visit_paragraphs(input, &mut |p| {
         let (r, a) = open.get_or_insert_with(Default::default);
         r.extend(words(p, State::Rejected));
         a.extend(words(p, State::Accepted));
