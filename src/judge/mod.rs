@@ -86,9 +86,9 @@ counters! {
     "Output tokens billed at the batch rate." batch_output_tokens,
     "Of the batch prompt tokens, those read from the prompt cache." batch_cached_tokens,
     "Calls answered at once as failed: the same call failed moments before and waits out its backoff." failures_remembered,
-    "Calls not made: vote mode \"decided\" had settled every rubric they would have asked about." decided_skips,
-    "Estimated prompt tokens not sent in \"decided\" mode: the calls not made, and the rubrics left out of narrowed prompts." decided_skipped_tokens,
-    "Rubrics not asked about in \"decided\" mode: those of the calls not made and those left out of narrowed prompts." decided_skipped_rubrics,
+    "Calls not made: vote mode \"decided\" (or \"escalate\") had settled every rubric they would have asked about." decided_skips,
+    "Estimated prompt tokens not sent in \"decided\" (or \"escalate\") mode: the calls not made, and the rubrics left out of narrowed prompts." decided_skipped_tokens,
+    "Rubrics not asked about in \"decided\" (or \"escalate\") mode: those of the calls not made and those left out of narrowed prompts." decided_skipped_rubrics,
     "Rubrics asked about in live calls answered 2xx (what their output tokens paid for)." billed_rubrics,
     "Estimated prompt tokens of the live calls answered 2xx (set against their billed prompt tokens)." billed_estimate,
     "Rubrics asked about in live calls answered 2xx that asked about every rubric of their task." whole_rubrics,
@@ -661,13 +661,16 @@ impl Judge {
             let unspent = refused.load(Ordering::Relaxed) && !self.answered.load(Ordering::Relaxed);
             // A call waiting for its turn ends at once when the judge stops
             // (a bad key found by another call): it never waits out the pace.
-            let pass = tokio::select! {
-                biased;
-                reason = self.until_stopped() => {
-                    return Err(AttemptError::Stopped { reason: format!("judge stopped: {reason}") });
+            let pass = if unspent {
+                self.limiter.unbudgeted()
+            } else {
+                tokio::select! {
+                    biased;
+                    reason = self.until_stopped() => {
+                        return Err(AttemptError::Stopped { reason: format!("judge stopped: {reason}") });
+                    }
+                    pass = self.limiter.acquire(estimate) => pass,
                 }
-                pass = self.limiter.acquire(estimate), if !unspent => pass,
-                pass = std::future::ready(self.limiter.unbudgeted()), if unspent => pass,
             };
             // Checked again after the wait: a judge stopped meanwhile gets
             // no more requests.
