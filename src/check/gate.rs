@@ -280,8 +280,9 @@ pub fn check_against(
         let new = if input.is_some() { "new " } else { "" };
         let untracked = match input {
             Some(input) => {
-                crate::view::untracked::seen_compare(doc, input).count()
-                    + crate::view::untracked::story_edits(&doc.as_seen(), &input.as_seen()).len()
+                let (doc_seen, input_seen) = (doc.as_seen(), input.as_seen());
+                crate::view::untracked::compare(&doc_seen, &input_seen).count()
+                    + crate::view::untracked::story_edits(&doc_seen, &input_seen).len()
                     + not_in_input(doc, input, author).len()
             }
             None => 0,

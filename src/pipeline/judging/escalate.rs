@@ -61,9 +61,9 @@ pub(super) async fn judge(
         for ((ii, j), ids) in asked.iter().filter(|((_, j), _)| *j == ji) {
             let own = calls.get(&(*ii, *j)).map(Vec::as_slice).unwrap_or(&[]);
             for id in ids {
-                let vote = super::combine_repeats(own, id).0;
-                let sure = confidence(own, id).is_some_and(|c| c >= threshold);
-                if let (Some(v), true) = (vote, sure) {
+                if let Some(v) = super::combine_repeats(own, id).0
+                    && confidence(own, id, v) >= threshold
+                {
                     settled.insert((*ii, id.clone()), (ji, v));
                 }
             }
@@ -98,15 +98,16 @@ fn vote(
         for (ji, judge) in panel.judges.iter().enumerate() {
             let name = &judge.config.name;
             if !asked.get(&(ii, ji)).is_some_and(|ids| ids.contains(&rubric.id)) {
-                let before = by.map_or(0, |(j, _)| j);
-                let who = panel.judges.get(before).map_or("", |j| j.config.name.as_str());
+                // Not asked: an earlier judge settled it.
+                let settler = by.and_then(|(j, _)| panel.judges.get(j));
+                let who = settler.map_or("an earlier judge", |j| j.config.name.as_str());
                 rubric.not_asked.insert(name.clone(), format!("the verdict was settled by {who}"));
                 continue;
             }
             let own = calls.get(&(ii, ji)).map(Vec::as_slice).unwrap_or(&[]);
             let vote = record_vote(rubric, name, own);
-            let share = confidence(own, &rubric.id);
-            if let (Some(_), Some(c), None) = (vote, share, by.filter(|(j, _)| *j == ji)) {
+            if let (Some(v), None) = (vote, by.filter(|(j, _)| *j == ji)) {
+                let c = confidence(own, &rubric.id, v);
                 let t = judge.config.threshold.map_or("none".to_string(), |t| format!("{t:.2}"));
                 rubric.abstentions.insert(
                     name.clone(),

@@ -302,8 +302,10 @@ pub(super) fn record_vote(
 ) -> Option<Verdict> {
     let (vote, justification, abstention) = combine_repeats(calls, &rubric.id);
     rubric.votes.insert(name.to_string(), vote);
-    if let Some(share) = confidence(calls, &rubric.id).filter(|_| calls.len() > 1) {
-        rubric.confidence.insert(name.to_string(), share);
+    if let Some(v) = vote
+        && calls.len() > 1
+    {
+        rubric.confidence.insert(name.to_string(), confidence(calls, &rubric.id, v));
     }
     if let Some(j) = justification {
         rubric.justifications.insert(name.to_string(), j);
@@ -314,17 +316,16 @@ pub(super) fn record_vote(
     vote
 }
 
-/// The share of a judge's calls on a rubric that gave its vote (an
-/// abstaining call counts against it); `None` when it has no vote.
-pub(super) fn confidence(calls: &[CallResult], rubric: &str) -> Option<f64> {
-    let vote = combine_repeats(calls, rubric).0?;
+/// The share of a judge's calls on a rubric that gave its vote `vote` (an
+/// abstaining call counts against it).
+pub(super) fn confidence(calls: &[CallResult], rubric: &str, vote: Verdict) -> f64 {
     let agreeing = calls
         .iter()
         .filter(|c| {
             matches!(c.votes.get(rubric), Some(JudgeVote::Verdict { verdict, .. }) if *verdict == vote)
         })
         .count();
-    Some(agreeing as f64 / calls.len() as f64)
+    agreeing as f64 / calls.len().max(1) as f64
 }
 
 /// One judge's vote on one rubric from its repeats: the strict majority of
