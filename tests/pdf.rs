@@ -823,3 +823,191 @@ fn the_gate_compares_what_a_pdf_shows_not_its_bytes() {
     assert!(!gate(&resaved).passed, "{}", gate(&resaved).reason);
     assert!(gate(&marked).passed, "{}", gate(&marked).reason);
 }
+
+/// A one-page PDF of `width` × `height` points (`page_extra` added to the
+/// page dictionary) whose content is `content` in Helvetica as /F1.
+fn sheet(width: u32, height: u32, page_extra: &str, content: &str) -> Vec<u8> {
+    let mut objects = one_page(content, "<< /Font << /F1 5 0 R >> >>", &[]);
+    objects[2] = format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] {page_extra} /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>").into_bytes();
+    pdf_of(&objects, "")
+}
+
+/// `qpdf --overlay stamp -- base out`, read back; `None` without qpdf
+/// (a failure when CI requires poppler and qpdf).
+fn overlaid(dir: &Path, base: &[u8], stamp: &[u8]) -> Option<(pdf::Pdf, PathBuf)> {
+    let (b, s, out) = (dir.join("base.pdf"), dir.join("stamp.pdf"), dir.join("stamped.pdf"));
+    std::fs::write(&b, base).unwrap();
+    std::fs::write(&s, stamp).unwrap();
+    let status = std::process::Command::new("qpdf")
+        .arg("--overlay")
+        .arg(&s)
+        .arg("--")
+        .arg(&b)
+        .arg(&out)
+        .status();
+    match status {
+        Ok(st) => assert!(st.success(), "qpdf --overlay failed"),
+        Err(_) if std::env::var_os("REDJURY_REQUIRE_POPPLER").is_none() => return None,
+        Err(e) => panic!("qpdf is required: {e}"),
+    }
+    Some((read(&out), out))
+}
+
+/// Where poppler shows a word, as `pdftotext -bbox` gives it on the shown
+/// page (top-down): its left edge and its baseline side, (xMin, yMax).
+fn poppler_word(path: &Path, text: &str) -> (f64, f64) {
+    let pages = poppler_pages(path);
+    let (_, words) = pages.first().unwrap();
+    let w = words.iter().find(|w| w.text == text).unwrap_or_else(|| panic!("{text:?}"));
+    (w.x_min, w.y_max)
+}
+
+/// Regression (issue 34, 1): pdf-extract drew every form from an identity
+/// transform. On a `/Rotate 90` page stamped by `qpdf --overlay` (which
+/// draws the stamp sheet as a form turned to fit), the Bates number's
+/// glyphs landed off the page and were dropped as not shown, so `bates`
+/// failed a correct production. Now they are where poppler shows them
+/// (2 pt), upright on the shown page, in 10 pt as drawn, and the page's
+/// own text, turned with the page, reads as one line.
+#[test]
+fn a_stamp_overlaid_on_a_rotated_page_is_where_poppler_shows_it() {
+    if poppler("pdftotext").is_none() {
+        return;
+    }
+    let base =
+        sheet(612, 792, "/Rotate 90", "BT /F1 12 Tf 72 700 Td (Body text of the page) Tj ET");
+    let stamp = sheet(
+        792,
+        612,
+        "",
+        "BT /F1 10 Tf 36 20 Td (CONFIDENTIAL - SUBJECT TO PROTECTIVE ORDER) Tj ET BT /F1 10 Tf 650 20 Td (KES0001001) Tj ET",
+    );
+    let dir = crate::common::temp_dir("pdf-overlay-rotated");
+    let Some((pdf, path)) = overlaid(&dir, &base, &stamp) else { return };
+    let page = &pdf.pages[0];
+    assert!(page.glyphs.iter().all(|g| !g.hidden), "{:?}", page.glyphs);
+    let texts: Vec<&str> = page.lines.iter().map(|l| l.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["Body text of the page", "CONFIDENTIAL - SUBJECT TO PROTECTIVE ORDER", "KES0001001"]
+    );
+    let (_, shown_height) = page.shown_size();
+    for word in ["KES0001001", "CONFIDENTIAL"] {
+        let line = page.lines.iter().find(|l| l.text.starts_with(word)).unwrap();
+        let first = &page.glyphs[line.glyphs[0]];
+        assert!((first.size - 10.0).abs() < 0.01, "{word}: {}", first.size);
+        let at = page.shown(&first.rect);
+        let (x, bottom) = poppler_word(&path, word);
+        assert!((at.x0 - x).abs() <= 2.0, "{word}: x {} against poppler's {x}", at.x0);
+        assert!(
+            ((shown_height - at.y0) - bottom).abs() <= 3.0,
+            "{word}: bottom {} against poppler's {bottom}",
+            shown_height - at.y0
+        );
+    }
+    let bates = check(
+        serde_json::json!({"type": "bates", "prefix": "KES", "digits": 7, "start": 1001, "min_size": 8}),
+    );
+    assert_eq!(verdict_of(&bates, &pdf).0, "PASS", "{:?}", verdict_of(&bates, &pdf));
+    let view = redjury::render_pdf_view(&pdf, redjury::ViewKind::Annotated, "x");
+    assert!(view.contains("## Page 1 · Bates KES0001001"), "{view}");
+}
+
+/// Regression (issue 34, 1): an A4 stamp sheet overlaid on a Letter page
+/// is scaled down by qpdf (to 0.727): its 9 pt number is drawn at 6.5 pt
+/// and was reported at 9, so `bates` with `min_size 8` passed a stamp too
+/// small. Now the size is as drawn, the place is poppler's, and the check
+/// fails saying so.
+#[test]
+fn a_stamp_scaled_onto_the_page_has_the_size_it_is_drawn_at() {
+    if poppler("pdftotext").is_none() {
+        return;
+    }
+    let base = sheet(612, 792, "", "BT /F1 12 Tf 72 700 Td (Body text of the page) Tj ET");
+    let stamp = sheet(842, 1190, "", "BT /F1 9 Tf 700 20 Td (KES0001002) Tj ET");
+    let dir = crate::common::temp_dir("pdf-overlay-scaled");
+    let Some((pdf, path)) = overlaid(&dir, &base, &stamp) else { return };
+    let page = &pdf.pages[0];
+    let line = page.lines.iter().find(|l| l.text == "KES0001002").unwrap();
+    let first = &page.glyphs[line.glyphs[0]];
+    let scale = (612.0_f64 / 842.0).min(792.0 / 1190.0);
+    assert!((first.size - 9.0 * scale).abs() < 0.01, "{}", first.size);
+    let (x, _) = poppler_word(&path, "KES0001002");
+    assert!((first.rect.x0 - x).abs() <= 2.0, "x {} against poppler's {x}", first.rect.x0);
+    let bates = |min: f64| {
+        check(
+            serde_json::json!({"type": "bates", "prefix": "KES", "digits": 7, "start": 1002, "min_size": min}),
+        )
+    };
+    let (v, why) = verdict_of(&bates(8.0), &pdf);
+    assert_eq!(v, "FAIL");
+    assert!(why.contains("set in 6.0 pt"), "{why}");
+    assert_eq!(verdict_of(&bates(6.0), &pdf).0, "PASS");
+}
+
+/// Regression (issue 34, 3): runs on one baseline were one line across
+/// any gap, so a legend at the bottom left and the Bates number at the
+/// bottom right read as "CONFIDENTIAL … ORDER KES0001001", and an
+/// anchored pattern or a size range over the number failed correct work.
+/// Now they are two lines, as poppler reads two blocks — also when one
+/// string carries both with spaces between — while words at ordinary
+/// spacing stay one line.
+#[test]
+fn a_legend_and_a_number_on_one_baseline_are_two_lines() {
+    let content = "BT /F1 10 Tf 36 20 Td (CONFIDENTIAL - SUBJECT TO PROTECTIVE ORDER) Tj ET \
+                   BT /F1 12 Tf 480 20 Td (KES0001001) Tj ET \
+                   BT /F1 10 Tf 36 60 Td (ACME                                              ACME0001) Tj ET";
+    let pdf = pdf::from_bytes(
+        &pdf_of(&one_page(content, "<< /Font << /F1 5 0 R >> >>", &[]), ""),
+        Limits::default(),
+    )
+    .unwrap();
+    let texts: Vec<&str> = pdf.pages[0].lines.iter().map(|l| l.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["ACME", "ACME0001", "CONFIDENTIAL - SUBJECT TO PROTECTIVE ORDER", "KES0001001"]
+    );
+    let anchored = check(
+        serde_json::json!({"type": "text_region", "pattern": "^KES\\d{7}$", "region": "bottom_right", "min_size": 11, "max_size": 12}),
+    );
+    assert_eq!(verdict_of(&anchored, &pdf).0, "PASS", "{:?}", verdict_of(&anchored, &pdf));
+    let legend = check(
+        serde_json::json!({"type": "text_region", "pattern": "^CONFIDENTIAL - SUBJECT TO PROTECTIVE ORDER$", "region": "bottom", "max_size": 10}),
+    );
+    assert_eq!(verdict_of(&legend, &pdf).0, "PASS", "{:?}", verdict_of(&legend, &pdf));
+}
+
+/// Forms within forms: each form's `/Matrix` and the `cm` in force where
+/// it is drawn place its text (truth by construction: the word starts at
+/// (130, 120) in 12 pt), and poppler agrees.
+#[test]
+fn nested_forms_place_their_text_through_every_matrix() {
+    let font = "/Font << /F1 5 0 R >>";
+    let objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+        format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << {font} /XObject << /A 6 0 R >> >> /Contents 4 0 R >>").into_bytes(),
+        stream("", b"q 1 0 0 1 100 100 cm /A Do Q"),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
+        stream(
+            &format!("/Type /XObject /Subtype /Form /BBox [0 0 500 500] /Matrix [2 0 0 2 0 0] /Resources << {font} /XObject << /B 7 0 R >> >>"),
+            b"q 1 0 0 1 10 10 cm /B Do Q",
+        ),
+        stream(
+            &format!("/Type /XObject /Subtype /Form /BBox [0 0 500 500] /Matrix [1 0 0 1 5 0] /Resources << {font} >>"),
+            b"BT /F1 6 Tf 0 0 Td (nested) Tj ET",
+        ),
+    ];
+    let bytes = pdf_of(&objects, "");
+    let pdf = pdf::from_bytes(&bytes, Limits::default()).unwrap();
+    let first = &pdf.pages[0].glyphs[0];
+    assert_eq!((first.x, first.y, first.size), (130.0, 120.0, 12.0));
+    assert_eq!(pdf.pages[0].text(), "nested");
+    if poppler("pdftotext").is_none() {
+        return;
+    }
+    let dir = crate::common::temp_dir("pdf-nested-forms");
+    std::fs::write(dir.join("nested.pdf"), &bytes).unwrap();
+    let (x, _) = poppler_word(&dir.join("nested.pdf"), "nested");
+    assert!((first.x - x).abs() <= 2.0, "x {} against poppler's {x}", first.x);
+}

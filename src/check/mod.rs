@@ -36,7 +36,7 @@ use sections::Sections;
 /// The version of check evaluation. Bump it whenever a check can give
 /// another verdict or reason for the same inputs: it keys cached verdicts
 /// and, with the view's version, cached gate results.
-pub(crate) const CHECK_VERSION: u32 = 9;
+pub(crate) const CHECK_VERSION: u32 = 10;
 
 /// A check's verdict and the one-line reason for it.
 pub type Outcome = (Verdict, String);

@@ -20,7 +20,7 @@ use crate::docx::{
 /// for a given document changes: it keys the render cache, so a stale view
 /// is never reused. `tests/fixtures.rs` pins the output of one fixture to
 /// this number and fails until both are updated together.
-pub(crate) const VIEW_VERSION: u32 = 6;
+pub(crate) const VIEW_VERSION: u32 = 7;
 
 /// Renders the annotated view. `title` names the document in the heading.
 pub(crate) fn render(doc: &Document, title: &str) -> String {
@@ -939,7 +939,7 @@ mod tests {
         }
         assert_eq!(
             (VIEW_VERSION, crate::hash::sha256_hex(&views).as_str()),
-            (6, "a1032438802a4e0d784b4e8924a82e55213225c421fd5ca5561d1f7f1811995d"),
+            (7, "a1032438802a4e0d784b4e8924a82e55213225c421fd5ca5561d1f7f1811995d"),
             "the annotated view changed: bump VIEW_VERSION"
         );
     }

@@ -15,13 +15,14 @@ use crate::view::annotated::escape;
 static BATES: std::sync::LazyLock<Option<regex::Regex>> =
     std::sync::LazyLock::new(|| regex::Regex::new(r"\b([A-Z][A-Z0-9]*[-_ ]?\d{5,})\b").ok());
 
-/// The Bates number found in a page's top or bottom 12%: the last one.
+/// The Bates number found in the top or bottom 12% of the page as shown:
+/// the last one.
 fn bates(page: &Page) -> Option<String> {
     let re = BATES.as_ref()?;
-    let band = 0.12 * page.media_box.height();
-    let in_band =
-        |y0: f64, y1: f64| y1 <= page.media_box.y0 + band || y0 >= page.media_box.y1 - band;
-    page.lines.iter().filter(|l| in_band(l.rect.y0, l.rect.y1)).rev().find_map(|l| {
+    let (_, height) = page.shown_size();
+    let band = 0.12 * height;
+    let in_band = |r: crate::pdf::Rect| r.y1 <= band || r.y0 >= height - band;
+    page.lines.iter().filter(|l| in_band(page.shown(&l.rect))).rev().find_map(|l| {
         re.captures_iter(&l.text).last().and_then(|c| Some(c.get(1)?.as_str().to_string()))
     })
 }

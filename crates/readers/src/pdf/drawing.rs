@@ -18,12 +18,59 @@ use sha2::{Digest, Sha256};
 use super::{Colour, Limits, PdfError, Rect};
 
 /// How a string is painted: its fill colour (`None`: a colour space
-/// redjury does not convert, such as a pattern), and whether it shows at
-/// all (text render mode 3 or 7, or a fill alpha of 0, paint nothing).
+/// redjury does not convert, such as a pattern), whether it shows at
+/// all (text render mode 3 or 7, or a fill alpha of 0, paint nothing),
+/// and where: the transform from the space pdf-extract places it in to
+/// the page's user space.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Paint {
     pub colour: Option<Colour>,
     pub visible: bool,
+    /// pdf-extract starts every form it draws from an identity transform
+    /// (it ignores the form's `/Matrix` and the transform in force where
+    /// the form is drawn): this is what it left out, identity outside
+    /// forms.
+    pub placed: Affine,
+}
+
+/// An affine transform as PDF writes one, `[a b c d e f]`, applied to row
+/// vectors: (x, y) becomes (a·x + c·y + e, b·x + d·y + f).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Affine(pub [f64; 6]);
+
+impl Affine {
+    pub const IDENTITY: Affine = Affine([1.0, 0.0, 0.0, 1.0, 0.0, 0.0]);
+
+    /// Six finite numbers, or `None`.
+    fn of(numbers: &[f64]) -> Option<Affine> {
+        let m: [f64; 6] = numbers.try_into().ok()?;
+        m.iter().all(|v| v.is_finite()).then_some(Affine(m))
+    }
+
+    /// `self`, then `next`.
+    pub fn then(&self, next: &Affine) -> Affine {
+        let ([a, b, c, d, e, f], [p, q, r, s, t, u]) = (self.0, next.0);
+        Affine([
+            a * p + b * r,
+            a * q + b * s,
+            c * p + d * r,
+            c * q + d * s,
+            e * p + f * r + t,
+            e * q + f * s + u,
+        ])
+    }
+
+    /// A point.
+    pub fn point(&self, x: f64, y: f64) -> (f64, f64) {
+        let [a, b, c, d, e, f] = self.0;
+        (a * x + c * y + e, b * x + d * y + f)
+    }
+
+    /// A direction (the translation left out).
+    pub fn vector(&self, x: f64, y: f64) -> (f64, f64) {
+        let [a, b, c, d, ..] = self.0;
+        (a * x + c * y, b * x + d * y)
+    }
 }
 
 /// Per page, how each string shown is painted.
@@ -37,13 +84,14 @@ struct State {
     painting: bool,
     /// The fill alpha (`ca` of a graphics state) is above 0.
     opaque: bool,
+    /// The transform set by `cm` within the stream or form being read,
+    /// from identity at its start, as pdf-extract keeps it.
+    ctm: Affine,
 }
 
 impl State {
-    const INITIAL: State = State { fill: Some(Colour::BLACK), painting: true, opaque: true };
-    fn paint(&self) -> Paint {
-        Paint { colour: self.fill, visible: self.painting && self.opaque }
-    }
+    const INITIAL: State =
+        State { fill: Some(Colour::BLACK), painting: true, opaque: true, ctm: Affine::IDENTITY };
 }
 
 struct Walk<'d> {
@@ -65,6 +113,10 @@ struct Walk<'d> {
     /// Operators still allowed (forms counted each time they are drawn):
     /// pdf-extract will follow exactly these.
     operators_left: usize,
+    /// From the space of the form being read (its own `cm`s aside) to the
+    /// page's user space: the forms' matrices and the transforms in force
+    /// where each was drawn. Identity in a page's own streams.
+    placed: Affine,
 }
 
 /// Whether pdf-extract draws an XObject as a form: it draws every XObject
@@ -91,6 +143,7 @@ impl<'d> Walk<'d> {
             drawn: BTreeSet::new(),
             forms_read: std::collections::HashMap::new(),
             operators_left: usize::MAX,
+            placed: Affine::IDENTITY,
         }
     }
 }
@@ -135,6 +188,11 @@ impl<'d> Walk<'d> {
         resources: Option<&'d Dictionary>,
         hash: &mut Sha256,
     ) -> Result<(), String> {
+        let paint = |s: &State, placed: Affine| Paint {
+            colour: s.fill,
+            visible: s.painting && s.opaque,
+            placed,
+        };
         self.operators_left = self
             .operators_left
             .checked_sub(content.operations.len())
@@ -151,6 +209,11 @@ impl<'d> Walk<'d> {
                     self.state.fill = Colour::from_components(&numbers())
                 }
                 "cs" => self.state.fill = Some(Colour::BLACK),
+                "cm" => {
+                    if let Some(m) = Affine::of(&numbers()) {
+                        self.state.ctm = m.then(&self.state.ctm);
+                    }
+                }
                 "Tr" => {
                     let mode = numbers().first().copied().unwrap_or(0.0);
                     self.state.painting = mode != 3.0 && mode != 7.0;
@@ -161,12 +224,12 @@ impl<'d> Walk<'d> {
                         self.state.opaque = alpha > 0.0;
                     }
                 }
-                "Tj" | "'" | "\"" => self.colours.push(self.state.paint()),
+                "Tj" | "'" | "\"" => self.colours.push(paint(&self.state, self.placed)),
                 "TJ" => {
                     let strings = op.operands.first().and_then(|a| a.as_array().ok());
                     for s in strings.into_iter().flatten() {
                         if matches!(s, Object::String(..)) {
-                            self.colours.push(self.state.paint());
+                            self.colours.push(paint(&self.state, self.placed));
                         }
                     }
                 }
@@ -222,9 +285,19 @@ impl<'d> Walk<'d> {
         // such a form, unchanged.
         let top_level = self.forms.is_empty();
         let mut own = Sha256::new();
+        // Drawing a form saves and restores the graphics state around it.
+        // Its `q`/`Q` pair within it, as pdf-extract reads it.
+        let (outside, placed) = (self.state, self.placed);
+        let saved = std::mem::take(&mut self.saved);
+        let matrix = stream.dict.get(b"Matrix").and_then(Object::as_array).ok();
+        let matrix =
+            matrix.and_then(|m| Affine::of(&m.iter().filter_map(number).collect::<Vec<_>>()));
+        self.placed = matrix.unwrap_or(Affine::IDENTITY).then(&self.state.ctm).then(&placed);
+        self.state.ctm = Affine::IDENTITY;
         self.forms.push(id);
         let walked = self.ops(&content, inner, if top_level { &mut own } else { hash });
         self.forms.pop();
+        (self.state, self.placed, self.saved) = (outside, placed, saved);
         if top_level {
             let digest = own.finalize();
             hash.update(digest);

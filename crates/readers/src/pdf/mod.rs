@@ -234,6 +234,28 @@ pub struct Page {
 }
 
 impl Page {
+    /// The visible box as shown (turned by the rotation): width, height.
+    pub fn shown_size(&self) -> (f64, f64) {
+        let visible = self.crop_box.unwrap_or(self.media_box);
+        let (w, h) = (visible.width(), visible.height());
+        if self.rotation.rem_euclid(360) / 90 % 2 == 1 { (h, w) } else { (w, h) }
+    }
+
+    /// A box of user space as the page is shown: from the shown page's
+    /// bottom left, in points.
+    pub fn shown(&self, r: &Rect) -> Rect {
+        let v = self.crop_box.unwrap_or(self.media_box);
+        let turned = |x: f64, y: f64| match self.rotation.rem_euclid(360) / 90 {
+            1 => (y - v.y0, v.x1 - x),
+            2 => (v.x1 - x, v.y1 - y),
+            3 => (v.y1 - y, x - v.x0),
+            _ => (x - v.x0, y - v.y0),
+        };
+        let (a, b) = turned(r.x0, r.y0);
+        let (c, d) = turned(r.x1, r.y1);
+        Rect::normalised(a, b, c, d)
+    }
+
     /// The page's text in reading order, one line per text line.
     pub fn text(&self) -> String {
         let lines: Vec<&str> = self.lines.iter().map(|l| l.text.as_str()).collect();

@@ -5,7 +5,7 @@
 use pdf_extract::{MediaBox, OutputDev, OutputError, Transform};
 use serde::{Deserialize, Serialize};
 
-use super::drawing::ShowColours;
+use super::drawing::{Affine, ShowColours};
 use super::{Colour, Rect};
 
 /// One glyph as drawn.
@@ -17,10 +17,18 @@ pub struct Glyph {
     pub x: f64,
     /// The baseline's height, in user space.
     pub y: f64,
-    /// The font size as drawn, in points.
+    /// The font size as drawn, in points: the height an em takes on the
+    /// page through the text matrix and every transform (poppler's
+    /// transformed font size).
     pub size: f64,
-    /// The box it covers: its advance across, from 0.2 of the size below
-    /// the baseline to 0.8 above (font metrics aside).
+    /// The direction its baseline runs, in user space: degrees
+    /// counterclockwise from the x axis (0 for ordinary text, 90 for text
+    /// running up the page).
+    #[serde(default)]
+    pub direction: f64,
+    /// The box it covers: its advance along the baseline, from 0.2 of the
+    /// size below the baseline to 0.8 above (font metrics aside), as the
+    /// upright box around that shape in user space.
     pub rect: Rect,
     /// The fill colour (`None`: a colour space not converted).
     pub colour: Option<Colour>,
@@ -100,31 +108,21 @@ impl OutputDev for Collector {
         if self.glyphs >= self.budget {
             return Err(OutputError::FormatError(std::fmt::Error));
         }
-        // The font size as drawn: the side of the square a size × size
-        // square becomes through the text matrix (its determinant scales
-        // areas), so rotated text keeps its size.
-        let det = trm.m11 * trm.m22 - trm.m12 * trm.m21;
-        let size = font_size.abs() * det.abs().sqrt();
-        let (x, y) = (trm.m31, trm.m32);
         // Counted before anything is dropped: a glyph the budget does not
         // see could be drawn without end.
         self.glyphs += 1;
-        if !(x.is_finite() && y.is_finite() && size.is_finite()) {
-            return Ok(());
-        }
-        let advance = if width.is_finite() { width * size } else { 0.0 };
         let index = (self.page as usize).saturating_sub(1);
         let paint =
             self.colours.get(index).and_then(|c| c.get(self.word.saturating_sub(1))).copied();
+        let placed = paint.map(|p| p.placed).unwrap_or(Affine::IDENTITY);
+        let Some(glyph) = placed_glyph(trm, &placed, width, font_size, char) else {
+            return Ok(());
+        };
         if let Some(page) = self.current() {
             page.glyphs.push(Glyph {
-                text: char.to_string(),
-                x,
-                y,
-                size,
-                rect: Rect::normalised(x, y - 0.2 * size, x + advance, y + 0.8 * size),
                 colour: paint.and_then(|p| p.colour),
                 hidden: paint.is_some_and(|p| !p.visible),
+                ..glyph
             });
         }
         Ok(())
@@ -139,6 +137,44 @@ impl OutputDev for Collector {
     fn end_line(&mut self) -> Result<(), OutputError> {
         Ok(())
     }
+}
+
+/// A glyph where it is drawn: pdf-extract's text rendering matrix (the
+/// font size apart) through what it left out of a form's placement, the
+/// em's sides giving its size, direction and box. `None` when a number
+/// is not finite.
+fn placed_glyph(
+    trm: &Transform,
+    placed: &Affine,
+    width: f64,
+    font_size: f64,
+    text: &str,
+) -> Option<Glyph> {
+    let (x, y) = placed.point(trm.m31, trm.m32);
+    let along = placed.vector(trm.m11 * font_size, trm.m12 * font_size);
+    let up = placed.vector(trm.m21 * font_size, trm.m22 * font_size);
+    let size = up.0.hypot(up.1);
+    let width = if width.is_finite() { width } else { 0.0 };
+    let advance = (along.0 * width, along.1 * width);
+    let corners = [(0.0, -0.2), (1.0, -0.2), (1.0, 0.8), (0.0, 0.8)]
+        .map(|(s, t)| (x + s * advance.0 + t * up.0, y + s * advance.1 + t * up.1));
+    let xs = corners.map(|c| c.0);
+    let ys = corners.map(|c| c.1);
+    let low = |v: [f64; 4]| v.into_iter().fold(f64::INFINITY, f64::min);
+    let high = |v: [f64; 4]| v.into_iter().fold(f64::NEG_INFINITY, f64::max);
+    let rect = Rect::normalised(low(xs), low(ys), high(xs), high(ys));
+    let direction = along.1.atan2(along.0).to_degrees();
+    let numbers = [x, y, size, direction, rect.x0, rect.y0, rect.x1, rect.y1];
+    numbers.iter().all(|v| v.is_finite()).then(|| Glyph {
+        text: text.to_string(),
+        x,
+        y,
+        size,
+        direction,
+        rect,
+        colour: None,
+        hidden: false,
+    })
 }
 
 /// Extracts every page's glyphs in one pass of pdf-extract over the
@@ -216,25 +252,56 @@ pub(super) fn extract_all(
     Ok(dev.pages)
 }
 
-/// Groups the glyphs that show into lines, as the page is shown (turned by
-/// `rotation` degrees): top to bottom by baseline, then left to right; a
-/// space goes where the gap exceeds 0.15 of the size. A line's glyph
-/// indexes point into `glyphs`; hidden glyphs are in none.
+/// The widest gap between words of one line, as a fraction of the font
+/// size: past it the text on either side stands apart (a legend at the
+/// left and a Bates number at the right of one baseline), as poppler's
+/// text output splits it (its `maxWordSpacing`).
+const MAX_WORD_GAP: f64 = 1.5;
+
+/// Groups the glyphs that show into lines as a reader sees them: glyphs
+/// running the same way (to a quarter turn) sharing a baseline, left to
+/// right along it, split where words stand further apart than
+/// [`MAX_WORD_GAP`]; a space goes where the gap exceeds 0.15 of the
+/// size. Lines come top to bottom as the page is shown (turned by
+/// `rotation` degrees), left to right on one baseline. A line's glyph
+/// indexes point into `glyphs`; hidden glyphs, and spaces between the
+/// blocks of a baseline, are in none.
 pub fn lines(glyphs: &[Glyph], rotation: i64) -> Vec<TextLine> {
-    let turn = Turn(rotation.rem_euclid(360) / 90);
-    let shows = |i: &usize| glyphs.get(*i).is_some_and(|g| !g.hidden);
-    let mut order: Vec<usize> = (0..glyphs.len()).filter(shows).collect();
-    let at = |i: usize| glyphs.get(i);
-    let up = |i: usize| at(i).map(|g| turn.shown(g).1).unwrap_or_default();
-    order.sort_by(|a, b| up(*b).total_cmp(&up(*a)));
-    let mut out: Vec<TextLine> = Vec::new();
+    let page = Turn(rotation.rem_euclid(360) / 90);
+    let mut groups: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
+    for (i, g) in glyphs.iter().enumerate().filter(|(_, g)| !g.hidden) {
+        groups.entry(Turn::of(g).0).or_default().push(i);
+    }
+    // Each line with where its baseline starts, as shown: how high.
+    let mut out: Vec<(f64, TextLine)> = Vec::new();
+    for (turn, members) in groups {
+        let turn = Turn(turn);
+        for baseline in baselines(glyphs, members, turn) {
+            let start = baseline.first().and_then(|i| glyphs.get(*i));
+            let height = start.map(|g| page.shown(g).1).unwrap_or_default();
+            for block in blocks(glyphs, baseline, turn) {
+                out.push((height, line(glyphs, block, turn)));
+            }
+        }
+    }
+    // Stable: the blocks of one baseline keep their order.
+    out.sort_by(|a, b| b.0.total_cmp(&a.0));
+    out.into_iter().map(|(_, l)| l).collect()
+}
+
+/// The glyphs of one direction in baselines, top to bottom as they run,
+/// each left to right along it.
+fn baselines(glyphs: &[Glyph], mut members: Vec<usize>, turn: Turn) -> Vec<Vec<usize>> {
+    let shown = |i: usize| glyphs.get(i).map(|g| turn.shown(g)).unwrap_or_default();
+    members.sort_by(|a, b| shown(*b).1.total_cmp(&shown(*a).1));
+    let mut out: Vec<Vec<usize>> = Vec::new();
     let mut current: Vec<usize> = Vec::new();
     let mut baseline = f64::NAN;
-    for i in order {
-        let Some(g) = at(i) else { continue };
+    for i in members {
+        let Some(g) = glyphs.get(i) else { continue };
         let v = turn.shown(g).1;
         if !current.is_empty() && (v - baseline).abs() > 0.5 * g.size.max(1.0) {
-            out.push(line(glyphs, std::mem::take(&mut current), turn));
+            out.push(std::mem::take(&mut current));
         }
         if current.is_empty() {
             baseline = v;
@@ -242,42 +309,91 @@ pub fn lines(glyphs: &[Glyph], rotation: i64) -> Vec<TextLine> {
         current.push(i);
     }
     if !current.is_empty() {
-        out.push(line(glyphs, current, turn));
+        out.push(current);
+    }
+    for b in &mut out {
+        b.sort_by(|a, c| shown(*a).0.total_cmp(&shown(*c).0));
     }
     out
 }
 
-/// A page's rotation in quarter turns, clockwise.
+/// One baseline (in order along it) split where words stand apart; the
+/// spaces in such a gap belong to neither side.
+fn blocks(glyphs: &[Glyph], baseline: Vec<usize>, turn: Turn) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    let mut spaces: Vec<usize> = Vec::new();
+    let (mut end, mut size) = (f64::NEG_INFINITY, 0.0_f64);
+    for i in baseline {
+        let Some(g) = glyphs.get(i) else { continue };
+        if g.text.trim().is_empty() {
+            spaces.push(i);
+            continue;
+        }
+        let (from, to) = turn.span(g);
+        if !current.is_empty() && from - end > MAX_WORD_GAP * size.max(g.size) {
+            out.push(std::mem::take(&mut current));
+            spaces.clear();
+        }
+        current.append(&mut spaces);
+        current.push(i);
+        end = end.max(to);
+        size = g.size;
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// A quarter turn, clockwise: a page's rotation, or the way a glyph's
+/// baseline runs (counterclockwise from the x axis, which the turn
+/// undoes).
 #[derive(Clone, Copy)]
 struct Turn(i64);
 
 impl Turn {
-    /// A glyph's origin as the page is shown: (across, up), up to a shift.
-    fn shown(self, g: &Glyph) -> (f64, f64) {
+    /// The quarter turn nearest the way a glyph runs.
+    fn of(g: &Glyph) -> Turn {
+        Turn(((g.direction / 90.0).round() as i64).rem_euclid(4))
+    }
+
+    /// A point seen with this turn undone: (along, up), up to a shift.
+    fn point(self, x: f64, y: f64) -> (f64, f64) {
         match self.0 {
-            1 => (g.y, -g.x),
-            2 => (-g.x, -g.y),
-            3 => (-g.y, g.x),
-            _ => (g.x, g.y),
+            1 => (y, -x),
+            2 => (-x, -y),
+            3 => (-y, x),
+            _ => (x, y),
         }
+    }
+
+    /// A glyph's origin.
+    fn shown(self, g: &Glyph) -> (f64, f64) {
+        self.point(g.x, g.y)
+    }
+
+    /// Where a glyph's box starts and ends along.
+    fn span(self, g: &Glyph) -> (f64, f64) {
+        let r = &g.rect;
+        let along = [(r.x0, r.y0), (r.x1, r.y1)].map(|(x, y)| self.point(x, y).0);
+        (along[0].min(along[1]), along[0].max(along[1]))
     }
 }
 
-fn line(glyphs: &[Glyph], mut members: Vec<usize>, turn: Turn) -> TextLine {
-    let x = |i: &usize| glyphs.get(*i).map(|g| turn.shown(g).0).unwrap_or_default();
-    members.sort_by(|a, b| x(a).total_cmp(&x(b)));
+fn line(glyphs: &[Glyph], members: Vec<usize>, turn: Turn) -> TextLine {
     let mut text = String::new();
     let mut rect: Option<Rect> = None;
     let mut size: f64 = 0.0;
     let mut end = f64::NEG_INFINITY;
     for g in members.iter().filter_map(|i| glyphs.get(*i)) {
-        let across = turn.shown(g).0;
-        let gap = across - end;
+        let (from, to) = turn.span(g);
+        let gap = from - end;
         if !text.is_empty() && gap > 0.15 * g.size && !text.ends_with(' ') && g.text != " " {
             text.push(' ');
         }
         text.push_str(&g.text);
-        end = end.max(across + g.rect.width());
+        end = end.max(to);
         size = size.max(g.size);
         rect = Some(match rect {
             None => g.rect,
