@@ -1011,3 +1011,79 @@ fn nested_forms_place_their_text_through_every_matrix() {
     let (x, _) = poppler_word(&dir.join("nested.pdf"), "nested");
     assert!((first.x - x).abs() <= 2.0, "x {} against poppler's {x}", first.x);
 }
+
+/// Regression (issue 34, 5): text under an opaque box painted after it
+/// counted as shown, so a Bates number hidden under a white box passed.
+/// Now glyphs under an opaque rectangle (`re` or a four-corner path, in
+/// any colour, through forms) or an opaque image painted after them do
+/// not show; a box painted before the text, a half-transparent one, one
+/// clipped away from the text, or a stroke, hides nothing. The same
+/// through `qpdf --overlay` of a sheet that whites the number out.
+#[test]
+fn text_painted_over_by_an_opaque_area_does_not_show() {
+    let number = "BT /F1 10 Tf 480 20 Td (KES0001001) Tj ET";
+    let resources = "<< /Font << /F1 5 0 R >> /ExtGState << /Half << /ca 0.5 >> >> /XObject << /Im 6 0 R /Fm 7 0 R >> >>";
+    let image = stream(
+        "/Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray /BitsPerComponent 8",
+        &[255],
+    );
+    let form = stream("/Type /XObject /Subtype /Form /BBox [0 0 100 100]", b"1 g 0 0 100 100 re f");
+    let read = |content: String| {
+        let objects = one_page(&content, resources, &[image.clone(), form.clone()]);
+        pdf::from_bytes(&pdf_of(&objects, ""), Limits::default()).unwrap()
+    };
+    let bates =
+        check(serde_json::json!({"type": "bates", "prefix": "KES", "digits": 7, "start": 1001}));
+    for (how, paint) in [
+        ("a white box", "q 1 g 470 10 120 30 re f Q"),
+        ("a black box", "q 0 g 470 10 120 30 re f Q"),
+        ("a four-corner path", "q 1 1 1 rg 470 10 m 590 10 l 590 40 l 470 40 l h f Q"),
+        ("an opaque image", "q 120 0 0 30 470 10 cm /Im Do Q"),
+        ("a form's white box", "q 1.2 0 0 0.3 470 10 cm /Fm Do Q"),
+    ] {
+        let pdf = read(format!("{number} {paint}"));
+        let (v, why) = verdict_of(&bates, &pdf);
+        assert_eq!(v, "FAIL", "{how}: {why}");
+        let view = redjury::render_pdf_view(&pdf, redjury::ViewKind::Annotated, "x");
+        assert!(!view.contains("KES0001001") && view.contains("painted over"), "{how}: {view}");
+    }
+    for (how, paint) in [
+        ("a box painted first", format!("q 1 g 470 10 120 30 re f Q {number}")),
+        ("a half-transparent box", format!("{number} q /Half gs 1 g 470 10 120 30 re f Q")),
+        ("a box clipped away", format!("{number} q 0 0 100 100 re W n 1 g 470 10 120 30 re f Q")),
+        ("a stroked box", format!("{number} q 1 G 470 10 120 30 re S Q")),
+        ("a box beside it", format!("{number} q 1 g 300 10 120 30 re f Q")),
+    ] {
+        let pdf = read(paint);
+        assert_eq!(verdict_of(&bates, &pdf).0, "PASS", "{how}: {:?}", verdict_of(&bates, &pdf));
+    }
+    let base = sheet(612, 792, "", number);
+    let whiteout = sheet(612, 792, "", "1 g 470 10 120 30 re f");
+    let dir = crate::common::temp_dir("pdf-overlay-whiteout");
+    let Some((pdf, _)) = overlaid(&dir, &base, &whiteout) else { return };
+    assert_eq!(verdict_of(&bates, &pdf).0, "FAIL");
+}
+
+/// Areas painted over text cost linear time: a path of 300,000 rectangles
+/// filled at once is refused by the cover bound, and 150,000 small boxes
+/// beside 40,000 glyphs in one spot (each glyph near every box, under
+/// none) end within the test budget, each with its reason.
+#[test]
+fn many_areas_painted_over_text_are_bounded() {
+    let font = "<< /Font << /F1 5 0 R >> >>";
+    let rects = "0 0 1 1 re ".repeat(300_000);
+    let content = format!("BT /F1 10 Tf 10 10 Td (x) Tj ET {rects} f");
+    let (got, took) = within(Duration::from_secs(60), pdf_of(&one_page(&content, font, &[]), ""));
+    let err = got.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("more than 200000 areas painted over its text"), "{err}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    // Helvetica's x is 0.5 em wide: a spacing of -0.5 keeps every glyph
+    // on the same spot.
+    let glyphs = format!("BT /F1 1 Tf -0.5 Tc 5 5 Td ({}) Tj ET", "x".repeat(40_000));
+    let boxes = "20 20 0.5 0.5 re f ".repeat(150_000);
+    let content = format!("{glyphs} {boxes}");
+    let (got, took) = within(Duration::from_secs(60), pdf_of(&one_page(&content, font, &[]), ""));
+    let err = got.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("the areas painted over its text"), "{err}");
+    assert!(took < Duration::from_secs(20), "{took:?}");
+}

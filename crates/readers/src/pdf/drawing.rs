@@ -1,13 +1,16 @@
 //! What each page draws, followed before any text is extracted: the fill
-//! colour of every text-showing string (pdf-extract's output device does
-//! not carry it), form XObjects that draw themselves or nest too deep
-//! (refused: pdf-extract would recurse until the stack overflows), and
-//! the hashes that identify a page's content across re-saving.
+//! colour of every text-showing string and the placement pdf-extract
+//! leaves out of a form (its output device carries neither), the opaque
+//! areas painted over text, form XObjects that draw themselves or nest
+//! too deep (refused: pdf-extract would recurse until the stack
+//! overflows), and the hashes that identify a page's content across
+//! re-saving.
 //!
-//! Not a renderer: only the operators that change the fill colour, save
-//! and restore it, show text or draw a form are read, in the order
-//! pdf-extract reads them, so the n-th string shown here is the n-th
-//! word pdf-extract reports.
+//! Not a renderer: only the operators that change the fill colour, the
+//! transform, the path and the clip, save and restore them, show text or
+//! draw a form or an image are read, in the order pdf-extract reads them,
+//! so the n-th string shown here is the n-th word pdf-extract reports.
+//! Must never paint: it keeps upright boxes, not pixels.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -76,22 +79,93 @@ impl Affine {
 /// Per page, how each string shown is painted.
 pub(super) type ShowColours = Vec<Paint>;
 
+/// An opaque area painted after the first `after` strings of its page
+/// were shown: what they drew beneath it does not show.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Cover {
+    pub rect: Rect,
+    pub after: usize,
+}
+
+/// One subpath of the path being built, in user space: its points while
+/// they may still make a rectangle (none kept once a curve or a fifth
+/// corner shows it is not one).
+#[derive(Default)]
+struct Subpath {
+    points: Vec<(f64, f64)>,
+    straight: bool,
+}
+
+impl Subpath {
+    const MOST_POINTS: usize = 5;
+    fn push(&mut self, p: (f64, f64)) {
+        if self.points.len() >= Self::MOST_POINTS {
+            self.straight = false;
+        }
+        if self.straight {
+            self.points.push(p);
+        }
+    }
+
+    /// The box the subpath outlines, when it is an upright rectangle.
+    fn upright_box(&self) -> Option<Rect> {
+        if !self.straight {
+            return None;
+        }
+        let mut p = self.points.clone();
+        let near =
+            |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < 1e-6 && (a.1 - b.1).abs() < 1e-6;
+        if let [first, .., last] = p.as_slice()
+            && p.len() == 5
+            && near(*first, *last)
+        {
+            p.pop();
+        }
+        let [a, b, c, d] = <[(f64, f64); 4]>::try_from(p).ok()?;
+        let sides = [(a, b), (b, c), (c, d), (d, a)];
+        let upright =
+            |(u, v): ((f64, f64), (f64, f64))| (u.0 - v.0).abs() < 1e-6 || (u.1 - v.1).abs() < 1e-6;
+        if !sides.into_iter().all(upright) {
+            return None;
+        }
+        let r = Rect::normalised(a.0, a.1, c.0, c.1);
+        (r.width() > 0.0 && r.height() > 0.0 && r.width().is_finite() && r.height().is_finite())
+            .then_some(r)
+    }
+}
+
+/// The part of `r` inside `clip` (all of it without a clip), if any.
+fn clipped(r: Rect, clip: Option<Rect>) -> Option<Rect> {
+    let Some(c) = clip else { return Some(r) };
+    let out =
+        Rect { x0: r.x0.max(c.x0), y0: r.y0.max(c.y0), x1: r.x1.min(c.x1), y1: r.y1.min(c.y1) };
+    (out.x0 < out.x1 && out.y0 < out.y1).then_some(out)
+}
+
 /// The graphics state the walk keeps: what `q` saves and `Q` restores.
 #[derive(Clone, Copy)]
 struct State {
     fill: Option<Colour>,
     /// The text render mode paints (not 3 or 7).
     painting: bool,
-    /// The fill alpha (`ca` of a graphics state) is above 0.
-    opaque: bool,
+    /// The fill alpha (`ca` of a graphics state).
+    alpha: f64,
+    /// What painting is clipped to, in user space, when the clip is known
+    /// to be a box (a form's bounding box, a rectangle with `W`).
+    clip: Option<Rect>,
     /// The transform set by `cm` within the stream or form being read,
     /// from identity at its start, as pdf-extract keeps it.
     ctm: Affine,
 }
 
 impl State {
-    const INITIAL: State =
-        State { fill: Some(Colour::BLACK), painting: true, opaque: true, ctm: Affine::IDENTITY };
+    const INITIAL: State = State {
+        fill: Some(Colour::BLACK),
+        painting: true,
+        alpha: 1.0,
+        clip: None,
+        ctm: Affine::IDENTITY,
+    };
 }
 
 struct Walk<'d> {
@@ -117,6 +191,12 @@ struct Walk<'d> {
     /// page's user space: the forms' matrices and the transforms in force
     /// where each was drawn. Identity in a page's own streams.
     placed: Affine,
+    /// The path being built.
+    path: Vec<Subpath>,
+    /// `W` or `W*` was given: the path, once painted, clips.
+    clipping: bool,
+    /// The page's opaque areas painted after text.
+    covers: Vec<Cover>,
 }
 
 /// Whether pdf-extract draws an XObject as a form: it draws every XObject
@@ -144,14 +224,19 @@ impl<'d> Walk<'d> {
             forms_read: std::collections::HashMap::new(),
             operators_left: usize::MAX,
             placed: Affine::IDENTITY,
+            path: Vec::new(),
+            clipping: false,
+            covers: Vec::new(),
         }
     }
 }
 
 /// What following the pages' drawing found: the colours of the strings
-/// each page shows, and every stream drawn (page contents and forms).
+/// each page shows, the opaque areas painted over them, and every stream
+/// drawn (page contents and forms).
 pub(super) struct Drawing {
     pub colours: Vec<ShowColours>,
+    pub covers: Vec<Vec<Cover>>,
     pub drawn: BTreeSet<ObjectId>,
 }
 
@@ -165,10 +250,12 @@ pub(super) fn walk_pages(
     let mut walk = Walk::new(doc, limits);
     walk.operators_left = operators;
     let mut out = Vec::with_capacity(pages.len());
+    let mut covers = Vec::with_capacity(pages.len());
     for (number, id) in pages {
         walk.state = State::INITIAL;
         walk.saved.clear();
         walk.units.clear();
+        walk.path.clear();
         let resources = page_resources(doc, *id);
         for stream in doc.get_page_contents(*id) {
             walk.drawn.insert(stream);
@@ -177,8 +264,9 @@ pub(super) fn walk_pages(
                 .map_err(|why| PdfError::Drawing(format!("page {number}: {why}")))?;
         }
         out.push(std::mem::take(&mut walk.colours));
+        covers.push(std::mem::take(&mut walk.covers));
     }
-    Ok(Drawing { colours: out, drawn: walk.drawn })
+    Ok(Drawing { colours: out, covers, drawn: walk.drawn })
 }
 
 impl<'d> Walk<'d> {
@@ -190,7 +278,7 @@ impl<'d> Walk<'d> {
     ) -> Result<(), String> {
         let paint = |s: &State, placed: Affine| Paint {
             colour: s.fill,
-            visible: s.painting && s.opaque,
+            visible: s.painting && s.alpha > 0.0,
             placed,
         };
         self.operators_left = self
@@ -214,6 +302,17 @@ impl<'d> Walk<'d> {
                         self.state.ctm = m.then(&self.state.ctm);
                     }
                 }
+                "m" | "l" | "c" | "v" | "y" | "h" | "re" => {
+                    self.build_path(op.operator.as_str(), &numbers())
+                }
+                "W" | "W*" => self.clipping = true,
+                "f" | "F" | "f*" | "B" | "B*" | "b" | "b*" => {
+                    self.end_path(true);
+                    if self.covers.len() > MOST_COVERS {
+                        return Err(format!("more than {MOST_COVERS} areas painted over its text"));
+                    }
+                }
+                "n" | "S" | "s" => self.end_path(false),
                 "Tr" => {
                     let mode = numbers().first().copied().unwrap_or(0.0);
                     self.state.painting = mode != 3.0 && mode != 7.0;
@@ -221,7 +320,7 @@ impl<'d> Walk<'d> {
                 "gs" => {
                     let name = op.operands.first().and_then(|n| n.as_name().ok());
                     if let Some(alpha) = name.and_then(|n| fill_alpha(self.doc, resources, n)) {
-                        self.state.opaque = alpha > 0.0;
+                        self.state.alpha = alpha;
                     }
                 }
                 "Tj" | "'" | "\"" => self.colours.push(paint(&self.state, self.placed)),
@@ -256,6 +355,7 @@ impl<'d> Walk<'d> {
         let Some((id, stream)) = xobject(self.doc, resources, name) else { return Ok(()) };
         if !drawn_as_form(stream) {
             hash.update(Sha256::digest(&stream.content));
+            self.cover_with_image(stream);
             return Ok(());
         }
         if self.forms.contains(&id) {
@@ -294,6 +394,20 @@ impl<'d> Walk<'d> {
             matrix.and_then(|m| Affine::of(&m.iter().filter_map(number).collect::<Vec<_>>()));
         self.placed = matrix.unwrap_or(Affine::IDENTITY).then(&self.state.ctm).then(&placed);
         self.state.ctm = Affine::IDENTITY;
+        let bbox = stream.dict.get(b"BBox").and_then(Object::as_array).ok();
+        let bbox: Vec<f64> = bbox.into_iter().flatten().filter_map(number).collect();
+        if let [a, b, c, d] = bbox.as_slice() {
+            let mut outline = Subpath { points: Vec::new(), straight: true };
+            for (x, y) in [(*a, *b), (*c, *b), (*c, *d), (*a, *d)] {
+                outline.push(self.placed.point(x, y));
+            }
+            // A box turned other than by quarter turns clips to a shape
+            // this walk does not follow: nothing it covers is counted.
+            self.state.clip = match outline.upright_box() {
+                Some(r) => clipped(r, self.state.clip).or(Some(Rect::default())),
+                None => Some(Rect::default()),
+            };
+        }
         self.forms.push(id);
         let walked = self.ops(&content, inner, if top_level { &mut own } else { hash });
         self.forms.pop();
@@ -305,6 +419,139 @@ impl<'d> Walk<'d> {
         }
         walked
     }
+}
+
+impl Walk<'_> {
+    /// A path operator: points go to user space through the transforms in
+    /// force; a curve makes its subpath one that covers nothing here.
+    fn build_path(&mut self, operator: &str, n: &[f64]) {
+        let to_page = self.state.ctm.then(&self.placed);
+        match (operator, n) {
+            ("re", [x, y, w, h]) => {
+                let mut s = Subpath { points: Vec::new(), straight: true };
+                for (a, b) in [(*x, *y), (x + w, *y), (x + w, y + h), (*x, y + h)] {
+                    s.push(to_page.point(a, b));
+                }
+                self.path.push(s);
+            }
+            ("m", [x, y]) => {
+                let mut s = Subpath { points: Vec::new(), straight: true };
+                s.push(to_page.point(*x, *y));
+                self.path.push(s);
+            }
+            ("l", [x, y]) => match self.path.last_mut() {
+                Some(s) => s.push(to_page.point(*x, *y)),
+                None => self.path.push(Subpath::default()),
+            },
+            ("h", _) => {}
+            _ => match self.path.last_mut() {
+                Some(s) => s.straight = false,
+                None => self.path.push(Subpath::default()),
+            },
+        }
+    }
+
+    /// A path painted (filled or not) and done with: an opaque fill of
+    /// upright rectangles after text covers it; a clip given by one
+    /// rectangle narrows the clip.
+    fn end_path(&mut self, filled: bool) {
+        let path = std::mem::take(&mut self.path);
+        let after = self.colours.len();
+        if filled && after > 0 && self.state.alpha >= OPAQUE {
+            for rect in path.iter().filter_map(Subpath::upright_box) {
+                if let Some(rect) = clipped(rect, self.state.clip) {
+                    self.covers.push(Cover { rect, after });
+                }
+            }
+        }
+        if std::mem::take(&mut self.clipping) {
+            let single = match path.as_slice() {
+                [one] => one.upright_box(),
+                _ => None,
+            };
+            if let Some(r) = single {
+                self.state.clip = Some(clipped(r, self.state.clip).unwrap_or_default());
+            }
+        }
+    }
+
+    /// An image drawn after text covers its unit square as placed, unless
+    /// it lets what is beneath show (a soft mask, a mask, a stencil).
+    fn cover_with_image(&mut self, image: &lopdf::Stream) {
+        let see_through = [b"SMask".as_slice(), b"Mask"].iter().any(|k| image.dict.has(k))
+            || image.dict.get(b"ImageMask").and_then(Object::as_bool).unwrap_or(false);
+        let after = self.colours.len();
+        if see_through || after == 0 || self.state.alpha < OPAQUE {
+            return;
+        }
+        let to_page = self.state.ctm.then(&self.placed);
+        let mut square = Subpath { points: Vec::new(), straight: true };
+        for (x, y) in [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)] {
+            square.push(to_page.point(x, y));
+        }
+        if let Some(rect) = square.upright_box().and_then(|r| clipped(r, self.state.clip)) {
+            self.covers.push(Cover { rect, after });
+        }
+    }
+}
+
+/// The fill alpha from which a painted area hides what lies beneath.
+const OPAQUE: f64 = 0.999;
+
+/// Most opaque areas painted over text a page may have (each is kept, and
+/// each glyph beneath is tested against those near it).
+pub(super) const MOST_COVERS: usize = 200_000;
+
+/// Marks the glyphs an opaque area painted after them covers (its box
+/// holds the glyph's centre) as hidden. `shown_by[i]` is the index of the
+/// string glyph `i` belongs to. Areas are looked up in a grid of 32 pt
+/// cells; `budget` bounds the tests made over the document, and `Err`
+/// says it ran out.
+pub(super) fn cover_glyphs(
+    glyphs: &mut [super::Glyph],
+    shown_by: &[usize],
+    covers: &[Cover],
+    budget: &mut usize,
+) -> Result<(), ()> {
+    if covers.is_empty() {
+        return Ok(());
+    }
+    const CELL: f64 = 32.0;
+    const WIDE: i64 = 1024;
+    let cell = |v: f64| (v / CELL).floor().clamp(-1e12, 1e12) as i64;
+    let mut grid: std::collections::HashMap<(i64, i64), Vec<usize>> = Default::default();
+    let mut wide: Vec<usize> = Vec::new();
+    for (k, c) in covers.iter().enumerate() {
+        let (x0, y0, x1, y1) = (cell(c.rect.x0), cell(c.rect.y0), cell(c.rect.x1), cell(c.rect.y1));
+        let cells = (x1 - x0 + 1).saturating_mul(y1 - y0 + 1);
+        if cells > WIDE {
+            wide.push(k);
+            continue;
+        }
+        *budget = budget.checked_sub(cells as usize).ok_or(())?;
+        for x in x0..=x1 {
+            for y in y0..=y1 {
+                grid.entry((x, y)).or_default().push(k);
+            }
+        }
+    }
+    for (g, string) in glyphs.iter_mut().zip(shown_by) {
+        if g.hidden {
+            continue;
+        }
+        let (cx, cy) = ((g.rect.x0 + g.rect.x1) / 2.0, (g.rect.y0 + g.rect.y1) / 2.0);
+        let near = grid.get(&(cell(cx), cell(cy))).map(Vec::as_slice).unwrap_or_default();
+        for k in near.iter().chain(&wide) {
+            *budget = budget.checked_sub(1).ok_or(())?;
+            let Some(c) = covers.get(*k) else { continue };
+            let r = &c.rect;
+            if c.after > *string && cx > r.x0 && cx < r.x1 && cy > r.y0 && cy < r.y1 {
+                g.hidden = true;
+                break;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A page's resources, inherited from the page tree when the page has

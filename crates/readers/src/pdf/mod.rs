@@ -354,8 +354,17 @@ fn read(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
     };
     let boxes: Vec<Rect> = geometry.iter().map(|g| g.media_box).collect();
     drawing::settle_pages(&mut doc, &page_ids, &boxes);
-    let extracted = text::extract_all(&mut doc, &page_ids, drawing.colours, budget)
+    let mut extracted = text::extract_all(&mut doc, &page_ids, drawing.colours, budget)
         .map_err(|()| too_many_glyphs())?;
+    let mut tests = budget.saturating_mul(4).max(50_000_000);
+    for (page, covers) in extracted.iter_mut().zip(&drawing.covers) {
+        drawing::cover_glyphs(&mut page.glyphs, &page.shown_by, covers, &mut tests).map_err(
+            |()| PdfError::TooLarge {
+                what: "the areas painted over its text".into(),
+                limit: budget.saturating_mul(4).max(50_000_000) as u64,
+            },
+        )?;
+    }
     let per_page = extracted.into_iter().zip(labels).zip(hashes).zip(annotations).zip(geometry);
     let pages = page_ids
         .keys()

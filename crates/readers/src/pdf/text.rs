@@ -33,8 +33,9 @@ pub struct Glyph {
     /// The fill colour (`None`: a colour space not converted).
     pub colour: Option<Colour>,
     /// Drawn so that it does not show: an invisible render mode, a fill
-    /// alpha of 0, or outside the page's visible box. Lines, views and
-    /// checks leave hidden glyphs out.
+    /// alpha of 0, outside the page's visible box, or under an opaque area
+    /// (an upright rectangle filled, or an image) painted after it. Lines,
+    /// views and checks leave hidden glyphs out.
     pub hidden: bool,
 }
 
@@ -56,6 +57,8 @@ pub struct TextLine {
 #[derive(Default)]
 pub(super) struct Extracted {
     pub glyphs: Vec<Glyph>,
+    /// For each glyph, the index of the string it was shown by.
+    pub shown_by: Vec<usize>,
     pub error: Option<String>,
 }
 
@@ -118,7 +121,9 @@ impl OutputDev for Collector {
         let Some(glyph) = placed_glyph(trm, &placed, width, font_size, char) else {
             return Ok(());
         };
+        let string = self.word.saturating_sub(1);
         if let Some(page) = self.current() {
+            page.shown_by.push(string);
             page.glyphs.push(Glyph {
                 colour: paint.and_then(|p| p.colour),
                 hidden: paint.is_some_and(|p| !p.visible),
