@@ -197,6 +197,8 @@ struct Walk<'d> {
     clipping: bool,
     /// The page's opaque areas painted after text.
     covers: Vec<Cover>,
+    /// Those of the pages before.
+    covers_before: usize,
 }
 
 /// Whether pdf-extract draws an XObject as a form: it draws every XObject
@@ -227,6 +229,7 @@ impl<'d> Walk<'d> {
             path: Vec::new(),
             clipping: false,
             covers: Vec::new(),
+            covers_before: 0,
         }
     }
 }
@@ -264,6 +267,7 @@ pub(super) fn walk_pages(
                 .map_err(|why| PdfError::Drawing(format!("page {number}: {why}")))?;
         }
         out.push(std::mem::take(&mut walk.colours));
+        walk.covers_before += walk.covers.len();
         covers.push(std::mem::take(&mut walk.covers));
     }
     Ok(Drawing { colours: out, covers, drawn: walk.drawn })
@@ -308,7 +312,7 @@ impl<'d> Walk<'d> {
                 "W" | "W*" => self.clipping = true,
                 "f" | "F" | "f*" | "B" | "B*" | "b" | "b*" => {
                     self.end_path(true);
-                    if self.covers.len() > MOST_COVERS {
+                    if self.covers.len() + self.covers_before > MOST_COVERS {
                         return Err(format!("more than {MOST_COVERS} areas painted over its text"));
                     }
                 }
@@ -498,8 +502,8 @@ impl Walk<'_> {
 /// The fill alpha from which a painted area hides what lies beneath.
 const OPAQUE: f64 = 0.999;
 
-/// Most opaque areas painted over text a page may have (each is kept, and
-/// each glyph beneath is tested against those near it).
+/// Most opaque areas painted over text a document may have (each is kept,
+/// and each glyph beneath is tested against those near it).
 pub(super) const MOST_COVERS: usize = 200_000;
 
 /// Marks the glyphs an opaque area painted after them covers (its box
