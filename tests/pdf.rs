@@ -1087,3 +1087,42 @@ fn many_areas_painted_over_text_are_bounded() {
     assert!(err.contains("the areas painted over its text"), "{err}");
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
+
+/// Regression (issue 34, 2): `pages` hashed each content stream of a
+/// source page on its own, while an overlay joins them: a correctly
+/// stamped production of pages drawn by two streams failed "shows the
+/// text … but not its content". Now the page's whole drawing is a unit
+/// too, so the page matches through `qpdf --overlay` (which makes it one
+/// form) and pypdf's `merge_page` (one stream wrapped in `q … Q`, the
+/// committed fixture made by tests/fixtures/pdf/pypdf_merge.py), and
+/// still not once Ghostscript has re-rendered it.
+#[test]
+fn a_page_drawn_by_several_streams_matches_its_stamped_copies() {
+    let source = root().join("tests/fixtures/pdf/two-streams.pdf");
+    let pages = check(
+        serde_json::json!({"type": "pages", "inputs": ["tests/fixtures/pdf/two-streams.pdf"]}),
+    );
+    let merged = read(&root().join("tests/fixtures/pdf/two-streams-pypdf.pdf"));
+    assert_eq!(verdict_of(&pages, &merged).0, "PASS", "{:?}", verdict_of(&pages, &merged));
+    let stamp = sheet(612, 792, "", "BT /F1 10 Tf 480 20 Td (KES0001001) Tj ET");
+    let dir = crate::common::temp_dir("pdf-two-streams");
+    let Some((overlaid, _)) = overlaid(&dir, &std::fs::read(&source).unwrap(), &stamp) else {
+        return;
+    };
+    assert_eq!(overlaid.pages[0].text(), "First stream\nSecond stream\nKES0001001");
+    assert_eq!(verdict_of(&pages, &overlaid).0, "PASS", "{:?}", verdict_of(&pages, &overlaid));
+    let rendered = dir.join("rendered.pdf");
+    let gs = std::process::Command::new("gs")
+        .args(["-q", "-dNOPAUSE", "-dBATCH", "-dSAFER", "-sDEVICE=pdfwrite"])
+        .arg(format!("-sOutputFile={}", rendered.display()))
+        .arg(&source)
+        .status();
+    match gs {
+        Ok(s) => assert!(s.success()),
+        Err(_) if std::env::var_os("REDJURY_REQUIRE_POPPLER").is_none() => return,
+        Err(e) => panic!("Ghostscript is required: {e}"),
+    }
+    let (v, why) = verdict_of(&pages, &read(&rendered));
+    assert_eq!(v, "FAIL");
+    assert!(why.contains("shows the text of page 1 of"), "{why}");
+}

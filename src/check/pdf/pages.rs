@@ -8,16 +8,18 @@ use crate::check::{Outcome, verdict};
 use crate::pdf::{Page, Pdf};
 use crate::task::check_spec::{CompiledPdf, PagesSpec};
 
-/// Whether `out` shows the page `src`: the same content, or every stream
-/// of `src` in order inside `out` (an overlay or underlay added), with
-/// every text line of `src`.
+/// Whether `out` shows the page `src`: the same content, every stream of
+/// `src` in order inside `out` (a stream added over or under), or all
+/// `src` draws as one unit of `out` (the page made a form under an
+/// overlay, or one stream with its stamp), with every text line of `src`.
 /// Its text must read as `src`'s too: the hashes cover what is drawn,
 /// not the fonts that map codes to letters, so a font swapped to show
 /// other digits is caught by the text.
 fn same_page(out: &Page, src: &Page) -> bool {
     let n = src.stream_hashes.len();
     let drawn = out.content_hash == src.content_hash
-        || (n > 0 && out.stream_hashes.windows(n).any(|w| w == src.stream_hashes.as_slice()));
+        || (n > 0 && out.stream_hashes.windows(n).any(|w| w == src.stream_hashes.as_slice()))
+        || (!src.drawing_hash.is_empty() && out.stream_hashes.contains(&src.drawing_hash));
     drawn && (src.lines.is_empty() || shows_text_of(out, src))
 }
 

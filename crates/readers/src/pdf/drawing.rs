@@ -289,7 +289,8 @@ impl<'d> Walk<'d> {
             .operators_left
             .checked_sub(content.operations.len())
             .ok_or("more drawing operators than the file's size allows")?;
-        if let Ok(encoded) = content.encode() {
+        let core = Content { operations: unwrapped(&content.operations) };
+        if let Ok(encoded) = core.encode() {
             hash.update(&encoded);
         }
         for op in &content.operations {
@@ -558,6 +559,33 @@ pub(super) fn cover_glyphs(
     Ok(())
 }
 
+/// The operations within any `q … Q` pair that encloses them all: a tool
+/// that stamps a page may wrap its drawing so (pypdf's merge does), and
+/// what it draws is the same.
+fn unwrapped(mut ops: &[lopdf::content::Operation]) -> &[lopdf::content::Operation] {
+    while let [first, inner @ .., last] = ops
+        && first.operator == "q"
+        && last.operator == "Q"
+    {
+        let mut depth = 0_i64;
+        for op in inner {
+            match op.operator.as_str() {
+                "q" => depth += 1,
+                "Q" => depth -= 1,
+                _ => {}
+            }
+            if depth < 0 {
+                return ops;
+            }
+        }
+        if depth != 0 {
+            return ops;
+        }
+        ops = inner;
+    }
+    ops
+}
+
 /// A page's resources, inherited from the page tree when the page has
 /// none (with a bound on the chain, which a file may make a loop).
 fn page_resources(doc: &Document, page: ObjectId) -> Option<&Dictionary> {
@@ -654,33 +682,42 @@ pub(super) fn settle_pages(doc: &mut Document, pages: &BTreeMap<u32, ObjectId>, 
 /// stream's operations re-encoded (so compression and spacing do not
 /// count) with the forms and images it draws, then each form a stream
 /// draws on its own; the content hash adds the box and rotation.
-pub(super) fn page_hashes(
-    doc: &Document,
-    page: ObjectId,
-    limits: &Limits,
-) -> (String, Vec<String>) {
+pub(super) fn page_hashes(doc: &Document, page: ObjectId, limits: &Limits) -> PageHashes {
     let resources = page_resources(doc, page);
     let mut walk = Walk::new(doc, limits);
     let mut units = Vec::new();
+    let mut joined: Vec<lopdf::content::Operation> = Vec::new();
     for id in doc.get_page_contents(page) {
         let mut hash = Sha256::new();
         match decoded(doc, id) {
             Some(content) => {
                 // Loops and depth were refused by `walk_pages`.
                 let _ = walk.ops(&content, resources, &mut hash);
+                joined.extend(content.operations);
             }
             None => hash.update(b"undecodable"),
         }
         units.push(hex(&hash.finalize()));
         units.append(&mut walk.units);
     }
+    // What the streams draw as one: what a tool that turns the page into
+    // a form (qpdf's overlay) or one stream (pypdf's merge) keeps.
+    let mut whole = Sha256::new();
+    let _ = Walk::new(doc, limits).ops(&Content { operations: joined }, resources, &mut whole);
     let geometry = super::navigation::geometry(doc, page);
     let mut page_hash = Sha256::new();
     page_hash.update(format!("{:?} {}", geometry.media_box, geometry.rotation));
     for u in &units {
         page_hash.update(u.as_bytes());
     }
-    (hex(&page_hash.finalize()), units)
+    PageHashes { content: hex(&page_hash.finalize()), units, whole: hex(&whole.finalize()) }
+}
+
+/// The hashes that identify a page's drawing (see [`super::Page`]).
+pub(super) struct PageHashes {
+    pub content: String,
+    pub units: Vec<String>,
+    pub whole: String,
 }
 
 fn rewrite_quotes(stream: &mut lopdf::Stream) {

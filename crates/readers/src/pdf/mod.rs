@@ -224,11 +224,16 @@ pub struct Page {
     /// re-encoded, and its box and rotation): the same after re-saving.
     pub content_hash: String,
     /// SHA-256 of each drawing unit in order — each content stream, and
-    /// each form XObject a content stream draws — decoded and re-encoded:
-    /// a page stamped by adding a stream, or by drawing the original page
-    /// as a form under an overlay (qpdf `--overlay`), keeps its
-    /// original's units.
+    /// each form XObject a content stream draws — decoded and re-encoded,
+    /// a `q … Q` pair around a whole unit left out: a page stamped by
+    /// adding a stream keeps its original's units.
     pub stream_hashes: Vec<String>,
+    /// SHA-256 of what all the page's content streams draw, joined into
+    /// one unit (hashed as the units are): a page turned into a form
+    /// under an overlay (qpdf `--overlay`) or merged into one stream with
+    /// its stamp (pypdf) has its original's whole drawing as a unit.
+    #[serde(default)]
+    pub drawing_hash: String,
     /// Why the page's text could not be extracted, when it could not.
     pub text_error: Option<String>,
 }
@@ -333,7 +338,7 @@ fn read(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
         .min(bytes.len().saturating_mul(limits.max_operators_per_byte).max(1_000_000));
     let drawing = drawing::walk_pages(&doc, &page_ids, &limits, operators)?;
     // Hashed before the images are blanked: an image is part of a page.
-    let hashes: Vec<(String, Vec<String>)> =
+    let hashes: Vec<drawing::PageHashes> =
         page_ids.values().map(|id| drawing::page_hashes(&doc, *id, &limits)).collect();
     drawing::prepare_for_extraction(&mut doc, &drawing.drawn);
     defang::defang(&mut doc);
@@ -386,7 +391,7 @@ fn read(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
 /// visible box (the crop box, else the media box) do not show.
 fn page_text(
     mut text: text::Extracted,
-    (content_hash, stream_hashes): (String, Vec<String>),
+    hashes: drawing::PageHashes,
     geometry: &navigation::Geometry,
 ) -> Page {
     let visible = geometry.crop_box.unwrap_or(geometry.media_box);
@@ -405,8 +410,9 @@ fn page_text(
         lines: text::lines(&text.glyphs, geometry.rotation),
         glyphs: text.glyphs,
         annotations: Vec::new(),
-        content_hash,
-        stream_hashes,
+        content_hash: hashes.content,
+        stream_hashes: hashes.units,
+        drawing_hash: hashes.whole,
         text_error: text.error,
     }
 }
