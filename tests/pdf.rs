@@ -1126,3 +1126,82 @@ fn a_page_drawn_by_several_streams_matches_its_stamped_copies() {
     assert_eq!(v, "FAIL");
     assert!(why.contains("shows the text of page 1 of"), "{why}");
 }
+
+/// A PDF of one Letter page per text, each drawing its text at (72, 700).
+fn pages_of(texts: &[&str]) -> Vec<u8> {
+    let n = texts.len();
+    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 4 + 2 * i)).collect();
+    let mut objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")).into_bytes(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
+    ];
+    for (i, t) in texts.iter().enumerate() {
+        objects.push(format!("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>", 5 + 2 * i).into_bytes());
+        objects.push(stream("", format!("BT /F1 12 Tf 72 700 Td ({t}) Tj ET").as_bytes()));
+    }
+    pdf_of(&objects, "")
+}
+
+/// Regression (issue 34, 4 and 5): `unchanged_from` compared user-space
+/// places, so a `/Rotate 90` page re-saved as a landscape page drawing
+/// the same thing turned (identical on screen) read as "no longer where
+/// it was"; a page left out of a production was reported as "out of
+/// order"; a link's reason printed `Page { page: 6 }`.
+#[test]
+fn places_compare_as_shown_and_reasons_speak_in_words() {
+    let dir = crate::common::temp_dir("pdf-shown-places");
+    let content = "BT /F1 12 Tf 72 500 Td (Witness statement) Tj ET";
+    let source = sheet(612, 792, "/Rotate 90", content);
+    std::fs::write(dir.join("source.pdf"), &source).unwrap();
+    let legend = "BT /F1 9 Tf 36 20 Td (CONFIDENTIAL) Tj ET";
+    // The same page drawn in landscape: user space turned as /Rotate 90
+    // would show it.
+    let landscape = |shift: u32| {
+        let turned = format!("q 0 -1 1 0 0 {} cm {content} Q {legend}", 612 + shift);
+        pdf::from_bytes(&sheet(792, 612, "", &turned), Limits::default()).unwrap()
+    };
+    let unchanged = check(serde_json::json!({
+        "type": "text_region", "pattern": "^CONFIDENTIAL$", "region": "bottom_left",
+        "unchanged_from": dir.join("source.pdf").display().to_string(),
+    }));
+    assert_eq!(
+        verdict_of(&unchanged, &landscape(0)).0,
+        "PASS",
+        "{:?}",
+        verdict_of(&unchanged, &landscape(0))
+    );
+    assert_eq!(
+        verdict_of(&unchanged, &landscape(20)).1,
+        format!(
+            "page 1: \"Witness statement\" of {} is no longer where it was",
+            dir.join("source.pdf").display()
+        )
+    );
+
+    std::fs::write(dir.join("three.pdf"), pages_of(&["One", "Two", "Three"])).unwrap();
+    let pages = check(serde_json::json!({
+        "type": "pages", "inputs": [dir.join("three.pdf").display().to_string()],
+    }));
+    let name = dir.join("three.pdf").display().to_string();
+    let dropped = pdf::from_bytes(&pages_of(&["One", "Three"]), Limits::default()).unwrap();
+    assert_eq!(
+        verdict_of(&pages, &dropped).1,
+        format!("page 2 of {name} is missing: page 2 is page 3 of {name}")
+    );
+    let swapped = pdf::from_bytes(&pages_of(&["One", "Three", "Two"]), Limits::default()).unwrap();
+    assert_eq!(
+        verdict_of(&pages, &swapped).1,
+        format!("page 2 is out of order: page 2 of {name} should come first")
+    );
+    let to = |t: pdf::LinkTarget| t.to_string();
+    assert_eq!(to(pdf::LinkTarget::Page { page: 6 }), "page 6");
+    assert_eq!(
+        to(pdf::LinkTarget::Uri { uri: "https://x.test/\nforged".into() }),
+        "web address \"https://x.test/\\nforged\""
+    );
+    assert_eq!(
+        to(pdf::LinkTarget::Remote { file: "b.pdf".into(), page: Some(2) }),
+        "file \"b.pdf\", page 2"
+    );
+}

@@ -181,7 +181,7 @@ pub(super) fn links(pdf: &Pdf, spec: &LinksSpec, c: &CompiledPdf) -> Outcome {
             [(_, t)] => {
                 return verdict(
                     false,
-                    format!("the link over {title:?} leads to {t:?}, not page {printed}"),
+                    format!("the link over {title:?} leads to {t}, not page {printed}"),
                 );
             }
             _ => {
@@ -200,7 +200,7 @@ pub(super) fn links(pdf: &Pdf, spec: &LinksSpec, c: &CompiledPdf) -> Outcome {
                     return verdict(
                         false,
                         format!(
-                            "a link on page {} outside the contents entries (to {t:?})",
+                            "a link on page {} outside the contents entries (to {t})",
                             page.number
                         ),
                     );

@@ -58,8 +58,17 @@ pub(super) fn evaluate(pdf: &Pdf, spec: &PagesSpec, c: &CompiledPdf) -> Outcome 
             ),
             Some((name, want)) => {
                 let elsewhere = expected.iter().position(|(_, p)| same_page(page, p));
+                let shown_later = || pdf.pages.iter().any(|p| same_page(p, want));
                 match elsewhere {
                     Some(k) if k < next => format!("page {n} repeats an earlier input page"),
+                    Some(k) if !shown_later() => format!(
+                        "page {} of {name} is missing: page {n} is {}",
+                        want.number,
+                        expected
+                            .get(k)
+                            .map(|(other, p)| format!("page {} of {other}", p.number))
+                            .unwrap_or_default()
+                    ),
                     Some(_) => format!(
                         "page {n} is out of order: page {} of {name} should come first",
                         want.number

@@ -57,7 +57,9 @@ pub(super) fn text_region(pdf: &Pdf, spec: &TextRegionSpec, c: &CompiledPdf) -> 
 }
 
 /// The first text of `source` not found in the same place on the same
-/// page of `out` (within 1 pt), as a reason.
+/// page of `out` (within 1 pt), as a reason. Places are compared as the
+/// pages are shown: a page re-saved in landscape instead of turned by
+/// `/Rotate` keeps its text where it was.
 fn moved(out: &Pdf, name: &str, source: &Pdf) -> Option<String> {
     if out.pages.len() != source.pages.len() {
         return Some(format!("{} pages, and {name} has {}", out.pages.len(), source.pages.len()));
@@ -66,7 +68,8 @@ fn moved(out: &Pdf, name: &str, source: &Pdf) -> Option<String> {
         let at = placed(o);
         for line in &s.lines {
             let lost = line.glyphs.iter().filter_map(|i| s.glyphs.get(*i)).find(|g| {
-                let (x, y) = (g.x.round() as i64, g.y.round() as i64);
+                let (x, y) = s.shown_point(g.x, g.y);
+                let (x, y) = (x.round() as i64, y.round() as i64);
                 !g.text.trim().is_empty()
                     && !g.hidden
                     && !(-1..=1)
@@ -83,10 +86,15 @@ fn moved(out: &Pdf, name: &str, source: &Pdf) -> Option<String> {
     None
 }
 
-/// The glyphs that show, by text and rounded place.
+/// The glyphs that show, by text and rounded place as the page is shown.
 fn placed(page: &Page) -> HashSet<(String, i64, i64)> {
     let shown = page.glyphs.iter().filter(|g| !g.hidden);
-    shown.map(|g| (g.text.clone(), g.x.round() as i64, g.y.round() as i64)).collect()
+    shown
+        .map(|g| {
+            let (x, y) = page.shown_point(g.x, g.y);
+            (g.text.clone(), x.round() as i64, y.round() as i64)
+        })
+        .collect()
 }
 
 pub(super) fn provenance(pdf: &Pdf, spec: &PdfProvenanceSpec, c: &CompiledPdf) -> Outcome {

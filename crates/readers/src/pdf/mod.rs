@@ -246,18 +246,22 @@ impl Page {
         if self.rotation.rem_euclid(360) / 90 % 2 == 1 { (h, w) } else { (w, h) }
     }
 
-    /// A box of user space as the page is shown: from the shown page's
-    /// bottom left, in points.
-    pub fn shown(&self, r: &Rect) -> Rect {
+    /// A point of user space as the page is shown: from the shown page's
+    /// bottom left (its visible box turned by the rotation), in points.
+    pub fn shown_point(&self, x: f64, y: f64) -> (f64, f64) {
         let v = self.crop_box.unwrap_or(self.media_box);
-        let turned = |x: f64, y: f64| match self.rotation.rem_euclid(360) / 90 {
+        match self.rotation.rem_euclid(360) / 90 {
             1 => (y - v.y0, v.x1 - x),
             2 => (v.x1 - x, v.y1 - y),
             3 => (v.y1 - y, x - v.x0),
             _ => (x - v.x0, y - v.y0),
-        };
-        let (a, b) = turned(r.x0, r.y0);
-        let (c, d) = turned(r.x1, r.y1);
+        }
+    }
+
+    /// A box of user space as the page is shown (see [`Page::shown_point`]).
+    pub fn shown(&self, r: &Rect) -> Rect {
+        let (a, b) = self.shown_point(r.x0, r.y0);
+        let (c, d) = self.shown_point(r.x1, r.y1);
         Rect::normalised(a, b, c, d)
     }
 

@@ -41,6 +41,21 @@ pub enum LinkTarget {
     },
 }
 
+/// Where a link leads, in words, one line: "page 6", "web address
+/// \"https://…\"", "file \"b.pdf\", page 2", "nowhere (…)". The file's
+/// own text is quoted as Rust quotes a string, so no line break survives.
+impl std::fmt::Display for LinkTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkTarget::Page { page } => write!(f, "page {page}"),
+            LinkTarget::Uri { uri } => write!(f, "web address {uri:?}"),
+            LinkTarget::Remote { file, page: Some(p) } => write!(f, "file {file:?}, page {p}"),
+            LinkTarget::Remote { file, page: None } => write!(f, "file {file:?}"),
+            LinkTarget::Unresolved { what } => write!(f, "nowhere ({what:?})"),
+        }
+    }
+}
+
 /// What an annotation is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
