@@ -56,7 +56,7 @@ pub(crate) fn render(pdf: &Pdf, title: &str) -> String {
         let hidden = page.glyphs.iter().filter(|g| g.hidden).count();
         if hidden > 0 {
             out.push_str(&format!(
-                "({hidden} glyph(s) drawn so that they do not show — invisible, transparent, off the page or painted over — are left out)\n"
+                "({hidden} glyph(s) drawn so that they do not show — invisible, transparent, off the page, painted over or in the colour beneath — are left out)\n"
             ));
         }
         if let Some(why) = &page.text_error {

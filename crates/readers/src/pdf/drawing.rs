@@ -29,6 +29,9 @@ use super::{Colour, Limits, PdfError, Rect};
 pub(super) struct Paint {
     pub colour: Option<Colour>,
     pub visible: bool,
+    /// The text render mode fills and does not stroke (0 or 4): the
+    /// glyph shows in its fill colour alone.
+    pub fill_only: bool,
     /// pdf-extract starts every form it draws from an identity transform
     /// (it ignores the form's `/Matrix` and the transform in force where
     /// the form is drawn): this is what it left out, identity outside
@@ -80,11 +83,14 @@ impl Affine {
 pub(super) type ShowColours = Vec<Paint>;
 
 /// An opaque area painted after the first `after` strings of its page
-/// were shown: what they drew beneath it does not show.
+/// were shown: what they drew beneath it does not show, and it is the
+/// ground of what later strings draw over it.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Cover {
     pub rect: Rect,
     pub after: usize,
+    /// Its colour (`None`: an image, or a colour space not converted).
+    pub colour: Option<Colour>,
 }
 
 /// One subpath of the path being built, in user space: its points while
@@ -148,6 +154,8 @@ struct State {
     fill: Option<Colour>,
     /// The text render mode paints (not 3 or 7).
     painting: bool,
+    /// The text render mode fills and does not stroke (0 or 4).
+    fill_only: bool,
     /// The fill alpha (`ca` of a graphics state).
     alpha: f64,
     /// What painting is clipped to, in user space, when the clip is known
@@ -162,6 +170,7 @@ impl State {
     const INITIAL: State = State {
         fill: Some(Colour::BLACK),
         painting: true,
+        fill_only: true,
         alpha: 1.0,
         clip: None,
         ctm: Affine::IDENTITY,
@@ -283,6 +292,7 @@ impl<'d> Walk<'d> {
         let paint = |s: &State, placed: Affine| Paint {
             colour: s.fill,
             visible: s.painting && s.alpha > 0.0,
+            fill_only: s.fill_only,
             placed,
         };
         self.operators_left = self
@@ -314,13 +324,14 @@ impl<'d> Walk<'d> {
                 "f" | "F" | "f*" | "B" | "B*" | "b" | "b*" => {
                     self.end_path(true);
                     if self.covers.len() + self.covers_before > MOST_COVERS {
-                        return Err(format!("more than {MOST_COVERS} areas painted over its text"));
+                        return Err(format!("more than {MOST_COVERS} opaque areas painted"));
                     }
                 }
                 "n" | "S" | "s" => self.end_path(false),
                 "Tr" => {
                     let mode = numbers().first().copied().unwrap_or(0.0);
                     self.state.painting = mode != 3.0 && mode != 7.0;
+                    self.state.fill_only = mode == 0.0 || mode == 4.0;
                 }
                 "gs" => {
                     let name = op.operands.first().and_then(|n| n.as_name().ok());
@@ -457,15 +468,16 @@ impl Walk<'_> {
     }
 
     /// A path painted (filled or not) and done with: an opaque fill of
-    /// upright rectangles after text covers it; a clip given by one
+    /// upright rectangles covers what is beneath; a clip given by one
     /// rectangle narrows the clip.
     fn end_path(&mut self, filled: bool) {
         let path = std::mem::take(&mut self.path);
         let after = self.colours.len();
-        if filled && after > 0 && self.state.alpha >= OPAQUE {
+        if filled && self.state.alpha >= OPAQUE {
+            let colour = self.state.fill;
             for rect in path.iter().filter_map(Subpath::upright_box) {
                 if let Some(rect) = clipped(rect, self.state.clip) {
-                    self.covers.push(Cover { rect, after });
+                    self.covers.push(Cover { rect, after, colour });
                 }
             }
         }
@@ -480,13 +492,13 @@ impl Walk<'_> {
         }
     }
 
-    /// An image drawn after text covers its unit square as placed, unless
-    /// it lets what is beneath show (a soft mask, a mask, a stencil).
+    /// An image covers its unit square as placed, unless it lets what is
+    /// beneath show (a soft mask, a mask, a stencil).
     fn cover_with_image(&mut self, image: &lopdf::Stream) {
         let see_through = [b"SMask".as_slice(), b"Mask"].iter().any(|k| image.dict.has(k))
             || image.dict.get(b"ImageMask").and_then(Object::as_bool).unwrap_or(false);
         let after = self.colours.len();
-        if see_through || after == 0 || self.state.alpha < OPAQUE {
+        if see_through || self.state.alpha < OPAQUE {
             return;
         }
         let to_page = self.state.ctm.then(&self.placed);
@@ -495,7 +507,7 @@ impl Walk<'_> {
             square.push(to_page.point(x, y));
         }
         if let Some(rect) = square.upright_box().and_then(|r| clipped(r, self.state.clip)) {
-            self.covers.push(Cover { rect, after });
+            self.covers.push(Cover { rect, after, colour: None });
         }
     }
 }
@@ -503,24 +515,34 @@ impl Walk<'_> {
 /// The fill alpha from which a painted area hides what lies beneath.
 const OPAQUE: f64 = 0.999;
 
-/// Most opaque areas painted over text a document may have (each is kept,
-/// and each glyph beneath is tested against those near it).
+/// Most opaque areas a document may paint (each is kept, and each glyph
+/// is tested against those near it).
 pub(super) const MOST_COVERS: usize = 200_000;
 
-/// Marks the glyphs an opaque area painted after them covers (its box
-/// holds the glyph's centre) as hidden. `shown_by[i]` is the index of the
-/// string glyph `i` belongs to. Areas are looked up in a grid of 32 pt
-/// cells; `budget` bounds the tests made over the document, and `Err`
-/// says it ran out.
+/// How each glyph was shown: the index of its string, and whether it
+/// shows in its fill colour alone.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Shown {
+    pub string: usize,
+    pub fill_only: bool,
+}
+
+/// A glyph's fill and its ground closer than this (per component) do not
+/// tell apart.
+const SAME_COLOUR: f64 = 0.05;
+
+/// Marks as hidden the glyphs an opaque area painted after them covers
+/// (its box holds the glyph's centre), and those filled, alone, in the
+/// colour of their ground: the last opaque area painted before them
+/// beneath their centre, or the white page. Areas are looked up in a grid
+/// of 32 pt cells; `budget` bounds the tests made over the document, and
+/// `Err` says it ran out.
 pub(super) fn cover_glyphs(
     glyphs: &mut [super::Glyph],
-    shown_by: &[usize],
+    shown: &[Shown],
     covers: &[Cover],
     budget: &mut usize,
 ) -> Result<(), ()> {
-    if covers.is_empty() {
-        return Ok(());
-    }
     const CELL: f64 = 32.0;
     const WIDE: i64 = 1024;
     let cell = |v: f64| (v / CELL).floor().clamp(-1e12, 1e12) as i64;
@@ -540,20 +562,38 @@ pub(super) fn cover_glyphs(
             }
         }
     }
-    for (g, string) in glyphs.iter_mut().zip(shown_by) {
+    for (g, how) in glyphs.iter_mut().zip(shown) {
         if g.hidden {
             continue;
         }
         let (cx, cy) = ((g.rect.x0 + g.rect.x1) / 2.0, (g.rect.y0 + g.rect.y1) / 2.0);
         let near = grid.get(&(cell(cx), cell(cy))).map(Vec::as_slice).unwrap_or_default();
+        // The ground: the latest area beneath, by drawing order.
+        let mut ground: Option<usize> = None;
         for k in near.iter().chain(&wide) {
             *budget = budget.checked_sub(1).ok_or(())?;
             let Some(c) = covers.get(*k) else { continue };
             let r = &c.rect;
-            if c.after > *string && cx > r.x0 && cx < r.x1 && cy > r.y0 && cy < r.y1 {
+            if !(cx > r.x0 && cx < r.x1 && cy > r.y0 && cy < r.y1) {
+                continue;
+            }
+            if c.after > how.string {
                 g.hidden = true;
                 break;
             }
+            if ground.is_none_or(|j| *k > j) {
+                ground = Some(*k);
+            }
+        }
+        let ground_colour = match ground.and_then(|k| covers.get(k)) {
+            Some(c) => c.colour,
+            None => Some(Colour { r: 1.0, g: 1.0, b: 1.0 }),
+        };
+        if let (Some(fill), Some(under)) = (g.colour, ground_colour)
+            && how.fill_only
+            && fill.distance(&under) < SAME_COLOUR
+        {
+            g.hidden = true;
         }
     }
     Ok(())

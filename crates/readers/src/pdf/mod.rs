@@ -369,7 +369,7 @@ fn read(bytes: &[u8], limits: Limits) -> Result<Pdf, PdfError> {
     for (page, covers) in extracted.iter_mut().zip(&drawing.covers) {
         drawing::cover_glyphs(&mut page.glyphs, &page.shown_by, covers, &mut tests).map_err(
             |()| PdfError::TooLarge {
-                what: "the areas painted over its text".into(),
+                what: "the opaque areas it paints".into(),
                 limit: budget.saturating_mul(4).max(50_000_000) as u64,
             },
         )?;

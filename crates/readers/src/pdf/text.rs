@@ -5,7 +5,7 @@
 use pdf_extract::{MediaBox, OutputDev, OutputError, Transform};
 use serde::{Deserialize, Serialize};
 
-use super::drawing::{Affine, ShowColours};
+use super::drawing::{Affine, ShowColours, Shown};
 use super::{Colour, Rect};
 
 /// One glyph as drawn.
@@ -33,9 +33,10 @@ pub struct Glyph {
     /// The fill colour (`None`: a colour space not converted).
     pub colour: Option<Colour>,
     /// Drawn so that it does not show: an invisible render mode, a fill
-    /// alpha of 0, outside the page's visible box, or under an opaque area
-    /// (an upright rectangle filled, or an image) painted after it. Lines,
-    /// views and checks leave hidden glyphs out.
+    /// alpha of 0, outside the page's visible box, under an opaque area
+    /// (an upright rectangle filled, or an image) painted after it, or
+    /// filled in the colour of the area beneath it (the white page where
+    /// none is). Lines, views and checks leave hidden glyphs out.
     pub hidden: bool,
 }
 
@@ -57,8 +58,8 @@ pub struct TextLine {
 #[derive(Default)]
 pub(super) struct Extracted {
     pub glyphs: Vec<Glyph>,
-    /// For each glyph, the index of the string it was shown by.
-    pub shown_by: Vec<usize>,
+    /// For each glyph, how it was shown.
+    pub shown_by: Vec<Shown>,
     pub error: Option<String>,
 }
 
@@ -121,9 +122,12 @@ impl OutputDev for Collector {
         let Some(glyph) = placed_glyph(trm, &placed, width, font_size, char) else {
             return Ok(());
         };
-        let string = self.word.saturating_sub(1);
+        let shown = Shown {
+            string: self.word.saturating_sub(1),
+            fill_only: paint.is_some_and(|p| p.fill_only),
+        };
         if let Some(page) = self.current() {
-            page.shown_by.push(string);
+            page.shown_by.push(shown);
             page.glyphs.push(Glyph {
                 colour: paint.and_then(|p| p.colour),
                 hidden: paint.is_some_and(|p| !p.visible),
