@@ -577,7 +577,8 @@ fn text_typed_over_without_tracking_is_marked_counted_and_checked() {
 
 /// Regression (issue 33): an edit typed over a footer or a footnote with
 /// tracking off was never compared (only the body was), so the check
-/// passed a policy that rewrote the legend in the footer untracked.
+/// passed a policy that rewrote the legend in the footer untracked; and
+/// the judges' view showed the rewritten footer as ordinary text.
 #[test]
 fn untracked_edits_in_footers_and_notes_are_checked() {
     let body = |tracked: bool| {
@@ -603,8 +604,36 @@ fn untracked_edits_in_footers_and_notes_are_checked() {
         why.starts_with("4 change(s) not tracked as this round's (wanted at most 0): in footnote 1: deleted \"MSA.\"; in footnote 1: inserted \"SOW.\"; in the footer (word/footer1.xml): deleted \"Confidential\", and 1 more"),
         "{why}"
     );
+    // The judges see them where a person does, marked as untracked.
+    let view = redjury::render_view_against(&rewritten, "t", &input, AGENT);
+    let line = |prefix: &str| {
+        view.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {view}"))
+    };
+    let footer = line("[footer 1]");
+    assert!(
+        footer.contains("{untracked deletion: \"Confidential\"}")
+            && footer.contains("{untracked insertion: \"Public\"}"),
+        "{footer}"
+    );
+    let note = line("[fn-1]");
+    assert!(
+        note.contains("{untracked deletion: \"MSA.\"}")
+            && note.contains("{untracked insertion: \"SOW.\"}"),
+        "{note}"
+    );
+    assert!(view.contains("(changed without tracking)"), "{view}");
     let gate = redjury::gate_against(&Ok(rewritten), AGENT, Some(&input));
     assert!(gate.passed && gate.untracked == 4, "{gate:?}");
+    // A footer removed whole is listed as gone, its text deleted.
+    let without =
+        Docx { footnotes: Some(notes("As defined in the MSA.")), ..Docx::body(&body(true)) }.load();
+    let view = redjury::render_view_against(&without, "t", &input, AGENT);
+    assert!(
+        view.contains("[footer gone] {untracked deletion: \"Confidential - Vendor Ltd\"}"),
+        "{view}"
+    );
+    let same = redjury::render_view_against(&same, "t", &input, AGENT);
+    assert!(!same.contains("untracked"), "{same}");
 }
 
 #[test]

@@ -20,7 +20,7 @@ use crate::docx::{
 /// for a given document changes: it keys the render cache, so a stale view
 /// is never reused. `tests/fixtures.rs` pins the output of one fixture to
 /// this number and fails until both are updated together.
-pub(crate) const VIEW_VERSION: u32 = 7;
+pub(crate) const VIEW_VERSION: u32 = 8;
 
 /// Renders the annotated view. `title` names the document in the heading.
 pub(crate) fn render(doc: &Document, title: &str) -> String {
@@ -51,6 +51,16 @@ pub(crate) fn render_round(
         paragraphs.insert(p as *const Paragraph, index);
         index += 1;
     });
+    let mut story_paragraphs = HashMap::new();
+    for (story, s) in doc.stories.iter().enumerate() {
+        let mut index = 0;
+        crate::docx::visit_paragraphs(&s.blocks, &mut |p| {
+            story_paragraphs.insert(p as *const Paragraph, (story, index));
+            index += 1;
+        });
+    }
+    // What a person sees of both, once for the body and the stories.
+    let seen = input.map(|i| (doc.as_seen(), i.as_seen()));
     let mut r = Renderer {
         doc,
         out: String::new(),
@@ -64,8 +74,14 @@ pub(crate) fn render_round(
             None => CarriedOver::none(doc),
         },
         anchors: anchors_with_markup(doc),
-        untracked: input.map(|i| super::untracked::seen_compare(doc, i)),
+        untracked: seen.as_ref().map(|(o, i)| super::untracked::compare(o, i)),
+        story_untracked: seen
+            .as_ref()
+            .map(|(o, i)| super::untracked::compare_stories(o, i))
+            .unwrap_or_default(),
+        input,
         paragraphs,
+        story_paragraphs,
         agent: author.filter(|_| input.is_some()).map(super::characters::author_key),
         held: input.map(|i| crate::docx::held_by_input(doc, i)).unwrap_or_default(),
     };
@@ -110,8 +126,14 @@ struct Renderer<'d> {
     anchors: HashMap<&'d str, String>,
     /// What the output changed without tracking, when it has an input.
     untracked: Option<super::untracked::Untracked>,
+    /// What it changed so in its headers, footers and notes.
+    story_untracked: super::untracked::StoryEdits,
+    /// The input, when the task names one.
+    input: Option<&'d Document>,
     /// Each body paragraph's place in `visit_paragraphs` order.
     paragraphs: HashMap<*const Paragraph, usize>,
+    /// Each story paragraph's story and place in it.
+    story_paragraphs: HashMap<*const Paragraph, (usize, usize)>,
     /// The task author's name key, when the task names its input: a change
     /// by anyone else must come from the input.
     agent: Option<String>,
@@ -502,13 +524,18 @@ impl<'d> Renderer<'d> {
     }
 
     /// `{untracked insertion: "…"}` / `{untracked deletion: "…"}` for what
-    /// this body paragraph changed without tracking.
+    /// this paragraph (of the body, or of a header, footer or note)
+    /// changed without tracking.
     fn untracked_marks(&mut self, p: &Paragraph, line: &mut String) {
-        let (Some(untracked), Some(&i)) =
-            (&self.untracked, self.paragraphs.get(&(p as *const Paragraph)))
-        else {
-            return;
+        let key = p as *const Paragraph;
+        let found = match (&self.untracked, self.paragraphs.get(&key)) {
+            (Some(untracked), Some(&i)) => Some((untracked, i)),
+            _ => self.story_paragraphs.get(&key).and_then(|(story, i)| {
+                let edits = self.story_untracked.within.iter().find(|(s, _)| s == story);
+                edits.map(|(_, u)| (u, *i))
+            }),
         };
+        let Some((untracked, i)) = found else { return };
         let mut counts = (0, 0);
         for edit in untracked.of(i) {
             match edit {
@@ -643,7 +670,8 @@ impl<'d> Renderer<'d> {
         ] {
             let mut section = String::new();
             let mut note_number = 0u32;
-            for story in self.doc.stories.iter().filter(|s| s.kind == kind) {
+            let doc = self.doc;
+            for (index, story) in doc.stories.iter().enumerate().filter(|(_, s)| s.kind == kind) {
                 note_number += 1;
                 let id = match kind {
                     StoryKind::Footnote => format!("{prefix}-{note_number}"),
@@ -671,14 +699,46 @@ impl<'d> Renderer<'d> {
                         }
                     }
                 }
+                lines.extend(self.lost_untracked(index));
                 if !lines.is_empty() {
                     let _ = writeln!(section, "[{id}] {}", lines.join(" <br> "));
                 }
+            }
+            let gone = self.story_untracked.lost.iter().filter(|(i, _)| {
+                self.input.and_then(|d| d.stories.get(*i)).is_some_and(|s| s.kind == kind)
+            });
+            let gone: Vec<String> = gone
+                .flat_map(|(_, u)| {
+                    u.lost.iter().map(|(_, t)| format!("{{untracked deletion: \"{}\"}}", escape(t)))
+                })
+                .collect();
+            if !gone.is_empty() {
+                let n = gone.len() as u32;
+                let _ = writeln!(section, "[{prefix} gone] {}", gone.join(" <br> "));
+                self.count(UNTRACKED.into(), |c| c.deletions += n);
             }
             if !section.is_empty() {
                 let _ = write!(self.out, "\n## {heading}\n\n{section}");
             }
         }
+    }
+
+    /// The input's paragraphs a story of the output lost without tracking,
+    /// as marks, counted.
+    fn lost_untracked(&mut self, story: usize) -> Vec<String> {
+        let Some((_, u)) = self.story_untracked.within.iter().find(|(s, _)| *s == story) else {
+            return Vec::new();
+        };
+        let lines: Vec<String> = u
+            .lost
+            .iter()
+            .map(|(_, t)| format!("{{untracked deletion: \"{}\"}}", escape(t)))
+            .collect();
+        let n = lines.len() as u32;
+        if n > 0 {
+            self.count(UNTRACKED.into(), |c| c.deletions += n);
+        }
+        lines
     }
 
     fn comments(&mut self) {
@@ -939,7 +999,7 @@ mod tests {
         }
         assert_eq!(
             (VIEW_VERSION, crate::hash::sha256_hex(&views).as_str()),
-            (7, "a1032438802a4e0d784b4e8924a82e55213225c421fd5ca5561d1f7f1811995d"),
+            (8, "a1032438802a4e0d784b4e8924a82e55213225c421fd5ca5561d1f7f1811995d"),
             "the annotated view changed: bump VIEW_VERSION"
         );
     }

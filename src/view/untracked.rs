@@ -78,43 +78,69 @@ fn words(p: &Paragraph, state: State) -> Vec<String> {
     as_read(&paragraph_text(p, state)).split_whitespace().map(str::to_string).collect()
 }
 
-/// Compares what a person sees of `output` and of `input` (hidden text
-/// left out of both; paragraphs keep their places).
-pub(crate) fn seen_compare(output: &Document, input: &Document) -> Untracked {
-    compare(&output.as_seen(), &input.as_seen())
-}
-
 /// Compares `output` with `input`.
 pub(crate) fn compare(output: &Document, input: &Document) -> Untracked {
     compare_blocks(&output.body, &input.body)
 }
 
-/// The untracked edits in the headers, footers, footnotes and endnotes, in
-/// a reader's words, each saying where: a story of the output paired with
-/// the input's of the same kind and part (or note id), one the other side
-/// lacks compared with nothing. (Text boxes are left out: their ordinals
-/// move when one is added.)
-pub(crate) fn story_edits(output: &Document, input: &Document) -> Vec<String> {
-    let counted = |s: &&Story| !matches!(s.kind, StoryKind::TextBox) && s.hidden.is_none();
+/// The untracked edits of each header, footer, footnote and endnote: a
+/// story of the output paired with the input's of the same kind and part
+/// (or note id), one the other side lacks compared with nothing. (Text
+/// boxes are left out: their ordinals move when one is added; so are
+/// parts no section shows.)
+#[derive(Debug, Default)]
+pub(crate) struct StoryEdits {
+    /// By index into the output's stories, those with an edit.
+    pub within: Vec<(usize, Untracked)>,
+    /// By index into the input's stories, those the output lacks.
+    pub lost: Vec<(usize, Untracked)>,
+}
+
+/// Compares the stories of `output` with those of `input`.
+pub(crate) fn compare_stories(output: &Document, input: &Document) -> StoryEdits {
+    let counted = |s: &Story| !matches!(s.kind, StoryKind::TextBox) && s.hidden.is_none();
     let key = |s: &Story| (s.kind, s.id.clone());
-    let mut out = Vec::new();
-    let mut describe = |s: &Story, found: Untracked| {
-        let place = match s.kind {
-            StoryKind::Header => format!("in the header ({})", s.id),
-            StoryKind::Footer => format!("in the footer ({})", s.id),
-            StoryKind::Footnote => format!("in footnote {}", s.id),
-            StoryKind::Endnote => format!("in endnote {}", s.id),
-            StoryKind::TextBox => format!("in text box {}", s.id),
-        };
-        out.extend(found.describe().into_iter().map(|e| format!("{place}: {e}")));
-    };
-    for s in output.stories.iter().filter(counted) {
-        let theirs = input.stories.iter().filter(counted).find(|i| key(i) == key(s));
-        describe(s, compare_blocks(&s.blocks, theirs.map_or(&[], |i| i.blocks.as_slice())));
+    let mut out = StoryEdits::default();
+    for (i, s) in output.stories.iter().enumerate().filter(|(_, s)| counted(s)) {
+        let theirs = input.stories.iter().filter(|s| counted(s)).find(|i| key(i) == key(s));
+        let found = compare_blocks(&s.blocks, theirs.map_or(&[], |i| i.blocks.as_slice()));
+        if found.count() > 0 {
+            out.within.push((i, found));
+        }
     }
-    for s in input.stories.iter().filter(counted) {
-        if !output.stories.iter().filter(counted).any(|o| key(o) == key(s)) {
-            describe(s, compare_blocks(&[], &s.blocks));
+    for (i, s) in input.stories.iter().enumerate().filter(|(_, s)| counted(s)) {
+        if !output.stories.iter().filter(|s| counted(s)).any(|o| key(o) == key(s)) {
+            let found = compare_blocks(&[], &s.blocks);
+            if found.count() > 0 {
+                out.lost.push((i, found));
+            }
+        }
+    }
+    out
+}
+
+/// Where a story stands, in a reader's words.
+pub(crate) fn place(s: &Story) -> String {
+    match s.kind {
+        StoryKind::Header => format!("in the header ({})", s.id),
+        StoryKind::Footer => format!("in the footer ({})", s.id),
+        StoryKind::Footnote => format!("in footnote {}", s.id),
+        StoryKind::Endnote => format!("in endnote {}", s.id),
+        StoryKind::TextBox => format!("in text box {}", s.id),
+    }
+}
+
+/// The untracked edits in the headers, footers, footnotes and endnotes, in
+/// a reader's words, each saying where (see [`compare_stories`]).
+pub(crate) fn story_edits(output: &Document, input: &Document) -> Vec<String> {
+    let found = compare_stories(output, input);
+    let mut out = Vec::new();
+    let sides = [(&found.within, output), (&found.lost, input)];
+    for (edits, doc) in sides {
+        for (i, edits) in edits {
+            let Some(s) = doc.stories.get(*i) else { continue };
+            let place = place(s);
+            out.extend(edits.describe().into_iter().map(|e| format!("{place}: {e}")));
         }
     }
     out
