@@ -95,3 +95,62 @@ fn categories_spelled_two_ways_and_penalties() {
 fn one_hundred_and_forty_random_tasks() {
     check("random");
 }
+
+/// What the reference's `docx_metrics.py` reads from every bundled .docx
+/// (each output and gold redline), unfiltered and filtered by the task's
+/// author as it filters (a substring), equals what redjury's reader reads
+/// (tests/parity/expected/docx_shape.json, made by
+/// tests/parity/docx_shape.py with the reference's own module): event
+/// kinds at the 0.30 threshold and sizes, edit operations, touched
+/// paragraphs, redline clusters and the touched paragraphs' positions.
+#[test]
+fn the_docx_shape_reads_as_the_references_docx_metrics() {
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir().join("expected/docx_shape.json")).expect("expected"),
+    )
+    .expect("json");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let files = expected.as_object().expect("object");
+    assert_eq!(files.len(), 45);
+    let mut events = 0;
+    for (file, want) in files {
+        let doc = redjury::docx::load(&root.join(file)).expect("loads");
+        let author = want["author"].as_str().expect("author").to_string();
+        let own = move |a: &str| a.contains(&author);
+        for (side, counts) in [("all", &(|_: &str| true) as &dyn Fn(&str) -> bool), ("own", &own)] {
+            let got = doc.shape.edits(counts);
+            let want = &want[side];
+            let kinds: Vec<&str> = got
+                .events
+                .iter()
+                .map(|e| if e.is_inline(0.30) { "inline" } else { "block" })
+                .collect();
+            let strings = |v: &Value| -> Vec<String> {
+                v.as_array()
+                    .expect("array")
+                    .iter()
+                    .map(|x| x.to_string().replace('"', ""))
+                    .collect()
+            };
+            assert_eq!(kinds, strings(&want["event_kinds"]), "{file} {side}: kinds");
+            let sizes: Vec<String> = got.events.iter().map(|e| e.size.to_string()).collect();
+            assert_eq!(sizes, strings(&want["event_sizes"]), "{file} {side}: sizes");
+            assert_eq!(Some(got.operations), want["edit_op_count"].as_u64(), "{file} {side}: ops");
+            assert_eq!(
+                Some(got.touched_paragraphs),
+                want["touched_paras"].as_u64(),
+                "{file} {side}: touched"
+            );
+            assert_eq!(Some(got.redlines()), want["clusters"].as_u64(), "{file} {side}: redlines");
+            let touched: Vec<String> = got.touched.iter().map(u32::to_string).collect();
+            assert_eq!(touched, strings(&want["touched"]), "{file} {side}: positions");
+            assert_eq!(
+                doc.shape.paragraphs.len() as u64,
+                want["n_paragraphs"].as_u64().expect("n"),
+                "{file}: paragraphs"
+            );
+            events += got.events.len();
+        }
+    }
+    assert!(events > 300, "only {events} events compared");
+}

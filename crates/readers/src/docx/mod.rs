@@ -13,6 +13,7 @@ mod numbering;
 mod numfmt;
 pub mod package;
 mod props;
+pub mod shape;
 mod story;
 mod visibility;
 pub mod xml;
@@ -24,6 +25,7 @@ pub use carried::{CarriedOver, carried_over, held_by_input};
 pub use comments::thread_roots;
 pub use model::*;
 pub use package::Limits;
+pub use shape::{EditEvent, EditShape, Edits, ParagraphShape, ShapeChild};
 
 /// Writes `n` the way Word displays a list number in an `ST_NumberFormat`
 /// ("lowerRoman", "decimalEnclosedCircle", …); an unknown format is decimal.
@@ -179,8 +181,10 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
     let defs = read_numbering(&mut pkg, &rels, styles.as_ref())?;
     let provenance = read_provenance(&mut pkg, &rels, &main_xml)?;
     let comment_index = comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+    let shape = shape::read(&main, &main_xml)?;
     let mut doc = Document {
         body,
+        shape,
         stories: ctx.stories,
         revisions: ctx.revisions,
         comments,

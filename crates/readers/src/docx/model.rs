@@ -50,9 +50,18 @@ pub struct Document {
     /// Things the reader tolerated but a user should know (dangling comment
     /// references, unresolvable numbering, …).
     pub warnings: Vec<String>,
+    /// The main part's tracked changes as RedlineBench's `docx_metrics.py`
+    /// reads the raw XML (for the surgicalness and verbosity figures,
+    /// never for the view or the checks).
+    #[serde(default, skip_serializing_if = "is_unedited")]
+    pub shape: crate::docx::EditShape,
     /// Comment id → index in `comments`, built once by the reader.
     #[serde(skip)]
     pub(crate) comment_index: std::collections::HashMap<String, usize>,
+}
+
+fn is_unedited(shape: &crate::docx::EditShape) -> bool {
+    shape.paragraphs.iter().all(|p| p.touched_by.is_empty())
 }
 
 /// A tracked change that changed nothing, as the file recorded it.
