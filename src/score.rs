@@ -174,6 +174,12 @@ pub struct TaskResult {
     pub reason: Option<String>,
     /// Every rubric's outcome, in task order.
     pub rubrics: Vec<RubricResult>,
+    /// The shape of the output's tracked changes (a .docx that loaded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edits: Option<crate::check::gate::EditRecord>,
+    /// The edits of the task's expert redline, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert: Option<crate::docx::Edits>,
 }
 
 impl TaskResult {

@@ -174,9 +174,11 @@ async fn runs_from_anywhere_and_says_which_defaults_it_used() {
         .expect("copy");
     let task = std::fs::read_to_string(lone.join("redline-s1-t1-g01a.json")).expect("read");
     let input = root().join("scenarios/s1-saas-msa/inputs/s1-t1-g01.docx");
+    let expert = root().join("gold/redlines/redline-s1-t1-g01a.docx");
     std::fs::write(
         lone.join("redline-s1-t1-g01a.json"),
-        task.replace("../scenarios/s1-saas-msa/inputs/s1-t1-g01.docx", &p(&input)),
+        task.replace("../scenarios/s1-saas-msa/inputs/s1-t1-g01.docx", &p(&input))
+            .replace("../gold/redlines/redline-s1-t1-g01a.docx", &p(&expert)),
     )
     .expect("write");
     let (code, out, err) = redjury_at(
@@ -580,6 +582,20 @@ async fn what_score_and_report_print_and_the_summary_say() {
         | Deal-closing Orientation | 0.9496 | [0.8000, 1.0000] |
         | Legal correctness | 0.9048 | [0.7527, 1.0000] |
         | Negotiation Quality | 0.9659 | [0.9100, 1.0000] |
+
+        ### Surgicalness (tracked-change events under 30% of their paragraph's unchanged text are inline)
+
+        | actor | inline | block | inline share | surgicalness | documents |
+        |---|---|---|---|---|---|
+        | expert | 77 | 119 | 0.3929 | 0.3929 | 14 |
+        | run | 46 | 70 | 0.3966 | 0.3966 | 14 |
+
+        ### Verbosity trap (turn 1)
+
+        | actor | redlines per task | edits per touched paragraph | average edit length (chars) | overlap with the expert | documents |
+        |---|---|---|---|---|---|
+        | expert | 7.33 | 1.148 | 76.1 | — | 6 |
+        | run | 7.33 | 1.077 | 71.2 | 1 (over 6 tasks) | 6 |
 
         ### Judges
 

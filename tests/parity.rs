@@ -154,3 +154,38 @@ fn the_docx_shape_reads_as_the_references_docx_metrics() {
     }
     assert!(events > 300, "only {events} events compared");
 }
+
+/// The docx-shape sections of a scored run equal the reference's
+/// `compute_surgicalness` and `compute_verbosity_turn1` on the same files
+/// (tests/parity/expected/docx_shape_runs.json): the strong and weak
+/// sample runs, dry-run scored, the expert row from the gold redlines the
+/// tasks name as `"expert"`.
+#[tokio::test]
+async fn surgicalness_and_verbosity_equal_the_references() {
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir().join("expected/docx_shape_runs.json")).expect("expected"),
+    )
+    .expect("json");
+    let tmp = crate::common::temp_dir("docx-shape-runs");
+    for run in ["strong", "weak"] {
+        let out = tmp.join(run);
+        let outputs = format!("scenarios/outputs/{run}");
+        let args: Vec<String> =
+            ["score", "--tasks", "rubrics", "--outputs", &outputs, "--dry-run", "--quiet", "--out"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([
+                    out.display().to_string(),
+                    "--cache".into(),
+                    tmp.join(format!("{run}.db")).display().to_string(),
+                ])
+                .collect();
+        let (code, _, err) = crate::common::e2e::redjury(args, false).await;
+        assert_eq!(code, 0, "{err}");
+        let summary: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("summary.json")).expect("summary"),
+        )
+        .expect("json");
+        assert_eq!(summary["docx_shape"], expected[run], "{run}");
+    }
+}

@@ -346,6 +346,9 @@ def main():
                         # redjury reads the input to tell an output's new
                         # changes from those it carried over.
                         "input": os.path.relpath(inp, rel("rubrics")),
+                        # The gold redline is the task's expert redline
+                        # (surgicalness and verbosity baselines).
+                        "expert": "../gold/redlines/%s.docx" % name,
                         "rubrics": rubrics,
                     }
                     os.makedirs(rel("rubrics"), exist_ok=True)

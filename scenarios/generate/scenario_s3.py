@@ -393,6 +393,7 @@ def build(office, gen, tmp):
             "represented_party": me["party"], "counterparty": other["party"],
             "author": author,
             "input": "../scenarios/%s/inputs/%s.docx" % (DIR, gid),
+            "expert": "../gold/redlines/%s.docx" % name,
             "rubrics": rubrics,
         }
         task_path = gen.rel("rubrics", name + ".json")

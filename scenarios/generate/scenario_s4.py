@@ -768,6 +768,9 @@ def build():
                 "reference": False,
                 "rubrics": rubrics,
             }
+            if turn != 4:
+                # The gold redline is the expert's (a term sheet has none).
+                task["expert"] = "../gold/redlines/%s.docx" % name
             if turn == 4:
                 # The sheet the output is filled in from: returned unchanged, it fails the gate.
                 task["output_template"] = "../scenarios/%s/%s" % (DIR, TEMPLATE)

@@ -212,6 +212,8 @@ mod tests {
             prompt_hash: None,
             reason: None,
             rubrics: vec![],
+            edits: None,
+            expert: None,
         }
     }
 

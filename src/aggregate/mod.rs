@@ -25,6 +25,7 @@ pub(crate) mod calibration;
 pub(crate) mod cascade;
 pub(crate) mod compare;
 mod cost;
+pub(crate) mod shape;
 
 pub(crate) use cost::{Billed, saved_by_deciding};
 pub use cost::{PriceError, Prices};
@@ -498,6 +499,8 @@ mod tests {
             prompt_hash: None,
             reason: None,
             rubrics: vec![],
+            edits: None,
+            expert: None,
         }
     }
 

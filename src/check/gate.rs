@@ -34,6 +34,27 @@ pub struct GateResult {
     pub untracked: usize,
 }
 
+/// The shape of an output's tracked changes as RedlineBench's
+/// `docx_metrics.py` reads it, for the surgicalness and verbosity
+/// figures: the events of the task author's changes (the author as the
+/// gate matches it), and every author's edits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EditRecord {
+    /// The author's events, in document order.
+    pub own: Vec<crate::docx::EditEvent>,
+    /// Every author's edits.
+    pub all: crate::docx::Edits,
+}
+
+/// The edit record of `doc` for a task by `author`.
+pub(crate) fn edit_record(doc: &Document, author: &str) -> EditRecord {
+    let key = author_key(author);
+    EditRecord {
+        own: doc.shape.edits(&|a| author_key(a) == key).events,
+        all: doc.shape.edits(&|_| true),
+    }
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }

@@ -73,6 +73,8 @@ pub(crate) fn skeleton(task: &Task, trial: &str, gate: GateResult) -> TaskResult
                 confidence: BTreeMap::new(),
             })
             .collect(),
+        edits: None,
+        expert: task.expert.as_deref().cloned(),
     }
 }
 
@@ -196,8 +198,15 @@ fn prepare_unguarded(
         .as_ref()
         .and_then(|k| lookup(cache.get_checks(k)))
         .and_then(|j| serde_json::from_str(&j).ok());
+    // The edit record is kept beside the check verdicts, `null` for an
+    // output that did not load.
+    let edits_key = crate::hash::sha256_hex(&format!("{key}\u{1f}edits"));
+    let cached_edits: Option<Option<crate::check::gate::EditRecord>> =
+        lookup(cache.get_checks(&edits_key)).and_then(|j| serde_json::from_str(&j).ok());
     // The model is parsed only when something is not cached.
-    let need_model = cached_render.is_none() || (has_checks && cached_checks.is_none());
+    let need_model = cached_render.is_none()
+        || (has_checks && cached_checks.is_none())
+        || cached_edits.is_none();
     let model = need_model.then(|| reader.document(bytes));
     let (gate, view) = match cached_render {
         Some(hit) => hit,
@@ -213,6 +222,17 @@ fn prepare_unguarded(
         }
     };
     let mut row = skeleton(task, trial, gate);
+    row.edits = match cached_edits {
+        Some(stored) => stored,
+        None => {
+            let doc = model.as_ref().and_then(|m| m.as_ref().ok());
+            let fresh = doc.map(|d| crate::check::gate::edit_record(d, &task.author));
+            if let Ok(json) = serde_json::to_string(&fresh) {
+                store(cache.put_checks(&edits_key, &json));
+            }
+            fresh
+        }
+    };
     if row.gate.passed && has_checks {
         let verdicts = match (cached_checks, model.as_ref().and_then(|m| m.as_ref().ok())) {
             (Some(stored), _) => stored,

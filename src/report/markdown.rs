@@ -139,6 +139,39 @@ fn figures(out: &mut String, s: &Summary) {
         &f.by_category,
         cis.map(|c| &c.by_category),
     );
+    docx_shape(out, s);
+}
+
+/// Surgicalness and the turn-1 verbosity trap, the run's row beside the
+/// expert's.
+fn docx_shape(out: &mut String, s: &Summary) {
+    let shape = &s.docx_shape;
+    if shape.is_empty() {
+        return;
+    }
+    out.push_str("\n### Surgicalness (tracked-change events under 30% of their paragraph's unchanged text are inline)\n\n| actor | inline | block | inline share | surgicalness | documents |\n|---|---|---|---|---|---|\n");
+    for (actor, x) in &shape.surgicalness {
+        let _ = writeln!(
+            out,
+            "| {actor} | {} | {} | {} | {} | {} |",
+            x.n_inline, x.n_block, x.inline_share, x.surgicalness_score, x.n_tasks
+        );
+    }
+    if shape.verbosity_turn1.is_empty() {
+        return;
+    }
+    out.push_str("\n### Verbosity trap (turn 1)\n\n| actor | redlines per task | edits per touched paragraph | average edit length (chars) | overlap with the expert | documents |\n|---|---|---|---|---|---|\n");
+    for (actor, v) in &shape.verbosity_turn1 {
+        let overlap = match (v.overlap_rate, v.n_tasks_with_overlap) {
+            (Some(r), Some(n)) => format!("{r} (over {n} tasks)"),
+            _ => "—".into(),
+        };
+        let _ = writeln!(
+            out,
+            "| {actor} | {} | {} | {} | {overlap} | {} |",
+            v.redlines_per_task, v.edits_per_touched_para, v.avg_edit_length, v.n_tasks
+        );
+    }
 }
 
 fn judges(out: &mut String, s: &Summary) {

@@ -544,6 +544,8 @@ mod tests {
             reason: (status == Status::Incomplete)
                 .then(|| "quorum not met — j: no API key".to_string()),
             rubrics: vec![],
+            edits: None,
+            expert: None,
         }
     }
 

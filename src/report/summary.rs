@@ -197,6 +197,11 @@ pub struct Summary {
     /// `redjury merge` puts the parts back together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
+    /// The leaderboard's docx-shape sections: surgicalness and the turn-1
+    /// verbosity trap, the run's row (under the model's name, else
+    /// "run") beside the expert redlines' (`aggregate::shape`).
+    #[serde(default, skip_serializing_if = "aggregate::shape::DocxShape::is_empty")]
+    pub docx_shape: aggregate::shape::DocxShape,
 }
 
 /// One part of a run split over several processes: part `index` (from 0)
@@ -287,6 +292,7 @@ impl Summary {
             notes: Vec::new(),
             repeated_requests: 0,
             shard: None,
+            docx_shape: aggregate::shape::docx_shape(rows, model.unwrap_or("run")),
         }
     }
 

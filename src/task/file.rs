@@ -43,6 +43,8 @@ struct TaskFile {
     #[serde(default)]
     output_template: Option<String>,
     #[serde(default)]
+    expert: Option<String>,
+    #[serde(default)]
     output: Option<String>,
     #[serde(default)]
     reference: Option<bool>,
@@ -50,7 +52,7 @@ struct TaskFile {
 }
 
 /// The keys a task file may hold: the reference schema's, `input`,
-/// `output`, `output_template`, `reference` and `$schema`.
+/// `output`, `output_template`, `expert`, `reference` and `$schema`.
 const TASK_KEYS: &[&str] = &[
     "task_id",
     "scenario_id",
@@ -66,6 +68,7 @@ const TASK_KEYS: &[&str] = &[
     "input",
     "output",
     "output_template",
+    "expert",
     "reference",
     "$schema",
 ];
@@ -180,14 +183,23 @@ impl Problems {
     }
 }
 
+/// The files a Harbor task ships where a task file would name them.
+#[derive(Default)]
+pub(super) struct Defaults {
+    /// environment/app/contract.docx.
+    pub input: Option<PathBuf>,
+    /// tests/attorney_redlines.docx.
+    pub expert: Option<PathBuf>,
+}
+
 /// Reads and validates one task file. `name` is the task's name (file stem
-/// or Harbor folder); `default_input` is the input a Harbor task ships.
+/// or Harbor folder); `defaults` are the files a Harbor task ships.
 /// Every problem of the file is reported at once.
 pub(super) fn load(
     path: &Path,
     name: &str,
     meta: &Meta,
-    default_input: Option<PathBuf>,
+    defaults: Defaults,
 ) -> Result<Task, TaskError> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| TaskError::Io { path: path.to_path_buf(), source })?;
@@ -196,7 +208,7 @@ pub(super) fn load(
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| invalid(path, format!("not JSON: {e}")))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    from_value(value, Origin { shown: path, base }, name, meta, default_input)
+    from_value(value, Origin { shown: path, base }, name, meta, defaults)
 }
 
 /// Where a task came from: what errors name, and the folder its relative
@@ -213,8 +225,9 @@ pub(super) fn from_value(
     origin: Origin<'_>,
     name: &str,
     meta: &Meta,
-    default_input: Option<PathBuf>,
+    defaults: Defaults,
 ) -> Result<Task, TaskError> {
+    let default_input = defaults.input;
     let path = origin.shown;
     let mut problems = Problems::default();
     unknown_keys(&value, &mut problems);
@@ -260,6 +273,17 @@ pub(super) fn from_value(
         None => Some(None),
     };
     let output = problems.take(output_kind(&file, &rubrics));
+    let expert = match file.expert.as_deref() {
+        Some(e) => {
+            let (p, shown) = super::named_file(e, origin.base);
+            Some((p, format!("\"expert\": {shown}")))
+        }
+        None => defaults.expert.map(|p| (p.clone(), format!("expert {}", p.display()))),
+    };
+    let expert = match expert {
+        Some((p, shown)) => problems.take(load_expert(&p, &shown)).map(Some),
+        None => Some(None),
+    };
     let (
         Some(scenario),
         Some(side),
@@ -271,6 +295,7 @@ pub(super) fn from_value(
         Some((Input { doc: input_doc, pdf: input_pdf }, input_sha)),
         Some(output_template),
         Some(output),
+        Some(expert),
     ) = (
         scenario,
         side,
@@ -282,6 +307,7 @@ pub(super) fn from_value(
         loaded,
         template,
         output,
+        expert,
     )
     else {
         return Err(invalid(path, problems.0.join("; ")));
@@ -310,6 +336,7 @@ pub(super) fn from_value(
         input,
         input_doc,
         input_pdf,
+        expert,
         input_sha,
         output_template,
         output,
@@ -527,6 +554,15 @@ fn load_input(input: &Path, shown: &str) -> Result<(Input, String), String> {
         return Ok((Input { doc: None, pdf: Some(Arc::new(pdf)) }, sha));
     }
     parse_input(bytes, shown).map(|(doc, sha)| (Input { doc: Some(doc), pdf: None }, sha))
+}
+
+/// Reads a task's expert redline: its edits, every author's.
+fn load_expert(path: &Path, shown: &str) -> Result<Arc<crate::docx::Edits>, String> {
+    let bytes = crate::docx::read_file(path, &crate::docx::Limits::default())
+        .map_err(|e| format!("{shown}: {}", super::unreadable(&e)))?;
+    let doc = crate::docx::from_bytes(bytes, crate::docx::Limits::default())
+        .map_err(|e| format!("{shown}: {e}"))?;
+    Ok(Arc::new(doc.shape.edits(&|_| true)))
 }
 
 /// Reads the spreadsheet an output is filled in from.

@@ -261,6 +261,10 @@ pub struct Task {
     /// output whose pages all equal it fails the gate.
     #[serde(skip)]
     pub input_pdf: Option<std::sync::Arc<crate::pdf::Pdf>>,
+    /// The edits of the task's expert redline (`"expert"`, or a Harbor
+    /// task's tests/attorney_redlines.docx), every author's, for the
+    /// surgicalness and verbosity baselines.
+    pub expert: Option<std::sync::Arc<crate::docx::Edits>>,
     /// SHA-256 of the input's bytes (part of the render cache key: the gate
     /// depends on the input).
     #[serde(skip)]
@@ -313,6 +317,7 @@ impl Task {
             input: None,
             input_doc: None,
             input_pdf: None,
+            expert: None,
             input_sha: None,
             output_template: None,
             output: OutputKind::Redline,
@@ -377,7 +382,8 @@ pub fn task_from_json(
     base: &Path,
 ) -> Result<Task, TaskError> {
     let shown = PathBuf::from(format!("inline task {name}"));
-    file::from_value(value, file::Origin { shown: &shown, base }, name, &BTreeMap::new(), None)
+    let none = file::Defaults::default();
+    file::from_value(value, file::Origin { shown: &shown, base }, name, &BTreeMap::new(), none)
 }
 
 /// Gives `task` its input document from bytes (a request body), parsed
@@ -401,7 +407,7 @@ pub(crate) fn load_task(
     name: &str,
     meta: &BTreeMap<String, toml::Value>,
 ) -> Result<Task, TaskError> {
-    file::load(path, name, meta, None)
+    file::load(path, name, meta, file::Defaults::default())
 }
 
 /// Loads every task under `dir`: `<dir>/<task>.json` files and Harbor task
@@ -496,7 +502,8 @@ fn load_entry(path: &Path) -> Result<Option<Task>, TaskError> {
         Err(_) => BTreeMap::new(),
     };
     let input = Some(path.join("environment/app/contract.docx")).filter(|p| p.is_file());
-    file::load(&rubrics, &name, &meta, input).map(Some)
+    let expert = Some(path.join("tests/attorney_redlines.docx")).filter(|p| p.is_file());
+    file::load(&rubrics, &name, &meta, file::Defaults { input, expert }).map(Some)
 }
 
 /// Categories are keyed as written (as the reference keys them); two

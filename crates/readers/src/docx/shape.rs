@@ -226,7 +226,7 @@ fn push_child(out: &mut EditShape, paragraph: usize, child: ShapeChild) {
 /// One tracked-change event: a deletion and the same author's insertion
 /// right after it as one (its size the larger), any other deletion,
 /// insertion or move on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EditEvent {
     /// Characters.
     pub size: u64,
@@ -245,7 +245,7 @@ impl EditEvent {
 
 /// What the reference's `docx_metrics.py` takes from one document, for
 /// the revisions whose author `counts`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Edits {
     /// The events, in document order.
     pub events: Vec<EditEvent>,
