@@ -149,6 +149,19 @@ async fn the_report_holds_every_task_and_the_summarys_figures_and_fetches_nothin
     let one = unpack(views.values().next().unwrap().as_str().unwrap());
     assert!(one.starts_with("<div class=\"doc\">") && one.contains("class=\"pid\""));
     assert!(html.contains("id=\"compare\"") && html.contains("Largest movers"));
+    // The edit shape: each actor's surgicalness counts, as the summary has them.
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("summary.json")).unwrap()).unwrap();
+    let actors = summary["docx_shape"]["surgicalness"].as_object().unwrap();
+    assert!(actors.contains_key("expert") && actors.len() == 2, "{actors:?}");
+    assert!(html.contains("data-docx-shape=\"verbosity\""));
+    for (actor, x) in actors {
+        let row = format!(
+            "<tr><td>{actor}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+            x["n_inline"], x["n_block"]
+        );
+        assert!(html.contains(&row), "{row}");
+    }
 }
 
 /// Tags the view may produce, and nothing else.

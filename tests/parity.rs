@@ -57,6 +57,13 @@ fn check(run: &str) {
         "{run}: seed"
     );
     assert_eq!(f.by_turn, map(&board["by_turn"]), "{run}: by_turn");
+    for (ours, key) in [
+        (f.n_trials, "n_trials"),
+        (f.n_input_groups, "n_input_groups"),
+        (f.n_gate_failures, "n_gate_failures"),
+    ] {
+        assert_eq!(Some(ours as u64), board[key].as_u64(), "{run}: {key}");
+    }
     assert_eq!(f.by_side, map(&board["by_side_turn_weighted"]), "{run}: by_side");
     assert_eq!(f.by_scenario, map(&board["by_scenario_turn_weighted"]), "{run}: by_scenario");
     assert_eq!(f.by_category, map(&board["by_category"]), "{run}: by_category");

@@ -683,7 +683,16 @@ async fn bad_requests_get_a_4xx_that_says_what_is_wrong() {
     )
     .unwrap();
     sheet_spec.as_object_mut().unwrap().remove("input");
+    // And an expert redline (regression: it was read from anywhere).
+    let mut expert_spec = spec.clone();
+    expert_spec.as_object_mut().unwrap().remove("input");
+    assert!(expert_spec.get("expert").is_some());
     let cases: Vec<(Value, u16, &str)> = vec![
+        (
+            json!({"task": "redline-s1-t1-g01a", "task_spec": expert_spec, "docx_base64": doc}),
+            403,
+            "outside the folders",
+        ),
         (
             json!({"task": "redline-s4-t4-g01a", "task_spec": sheet_spec, "docx_base64": doc}),
             403,
@@ -780,11 +789,13 @@ async fn openrlhf_and_inline_tasks() {
     assert_eq!(reply["scores"], reply["rewards"]);
     assert_eq!(reply["extra_logs"]["redjury_gate_passed"], json!([1.0, 0.0]));
 
-    // An inline task is validated as a task file is.
-    let spec: Value = serde_json::from_str(
+    // An inline task is validated as a task file is (its expert redline
+    // is outside the folders this server reads).
+    let mut spec: Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("rubrics/redline-s1-t1-g01a.json")).unwrap(),
     )
     .unwrap();
+    spec.as_object_mut().unwrap().remove("expert");
     let doc = b64(&output("strong", "redline-s1-t1-g01a"));
     let (status, inline, _) = post(
         &format!("{}/v1/score", served.url),
@@ -920,6 +931,8 @@ async fn an_input_document_can_come_with_the_request() {
     let mut spec: Value = serde_json::from_str(&spec_text).unwrap();
     let input = root().join("rubrics").join(spec["input"].as_str().unwrap());
     spec.as_object_mut().unwrap().remove("input");
+    // A server without --allow-path reads no file, an expert redline neither.
+    spec.as_object_mut().unwrap().remove("expert");
     let doc = b64(&output("strong", task));
     let (_, named, _) = post(&url, &json!({"task": task, "docx_base64": doc})).await;
     let (status, sent, _) = post(

@@ -95,6 +95,15 @@ pub struct Figures {
     pub by_category: BTreeMap<String, f64>,
     /// Each input group's mean.
     pub groups: BTreeMap<String, f64>,
+    /// Rows in the figures: the leaderboard's `n_trials`.
+    #[serde(default)]
+    pub n_trials: usize,
+    /// Their input groups: its `n_input_groups`.
+    #[serde(default)]
+    pub n_input_groups: usize,
+    /// Those of them that failed the gate: its `n_gate_failures`.
+    #[serde(default)]
+    pub n_gate_failures: usize,
 }
 
 /// `round(x, 4)`, as Python computes it.
@@ -223,6 +232,9 @@ pub(crate) fn figures(rows: &[TaskResult]) -> Figures {
         by_scenario_turn: cells.iter().map(|((s, t), v, _)| (format!("{s}-{t}"), *v)).collect(),
         by_category: by_category(&counted),
         groups: groups.iter().map(|(k, v)| (k.clone(), round4(*v))).collect(),
+        n_trials: counted.len(),
+        n_input_groups: groups.keys.len(),
+        n_gate_failures: counted.iter().filter(|r| r.status == Status::GateFailed).count(),
     }
 }
 

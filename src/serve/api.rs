@@ -386,10 +386,10 @@ fn lexically_absolute(p: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// The paths an inline task names: its input, its output template and its
-/// checks' gold files.
+/// The paths an inline task names: its input, its output template, its
+/// expert redline and its checks' gold files.
 fn task_paths(spec: &Value) -> Vec<String> {
-    let mut out: Vec<String> = ["input", "output_template"]
+    let mut out: Vec<String> = ["input", "output_template", "expert"]
         .iter()
         .filter_map(|key| spec.get(*key).and_then(Value::as_str).map(str::to_string))
         .collect();

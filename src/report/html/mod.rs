@@ -319,8 +319,67 @@ fn overview(out: &mut String, s: &Summary) {
         plot(out, title, key, values, intervals);
     }
     out.push_str("</div>");
+    docx_shape(out, s);
     usage(out, s);
     out.push_str("</section>");
+}
+
+/// Surgicalness (inline and block bars, points against the expert) and
+/// the turn-1 verbosity table, when the run read .docx outputs.
+fn docx_shape(out: &mut String, s: &Summary) {
+    let shape = &s.docx_shape;
+    if shape.is_empty() {
+        return;
+    }
+    let expert = shape.surgicalness.get(crate::aggregate::shape::EXPERT).map(|e| e.inline_share);
+    let items: Vec<(String, f64, Option<[f64; 2]>)> =
+        shape.surgicalness.iter().map(|(k, v)| (k.clone(), v.inline_share, None)).collect();
+    let title = "Surgicalness: share of tracked-change events that are inline";
+    let _ = write!(
+        out,
+        "<h3>Edit shape</h3><figure><figcaption>{}</figcaption>{}</figure><div class=\"table-box\"><table data-docx-shape=\"surgicalness\"><thead><tr><th scope=\"col\">actor</th><th scope=\"col\" class=\"num\">inline</th><th scope=\"col\" class=\"num\">block</th><th scope=\"col\" class=\"num\">inline share</th><th scope=\"col\" class=\"num\">block share</th><th scope=\"col\" class=\"num\">against the expert (points)</th><th scope=\"col\" class=\"num\">documents</th></tr></thead><tbody>",
+        escape(title),
+        svg::bars(title, &items)
+    );
+    for (actor, x) in &shape.surgicalness {
+        let against = match expert {
+            Some(e) if actor != crate::aggregate::shape::EXPERT => {
+                format!("{:+.1}", 100.0 * (x.inline_share - e))
+            }
+            _ => "—".into(),
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.4}</td><td class=\"num\">{:.4}</td><td class=\"num\">{against}</td><td class=\"num\">{}</td></tr>",
+            escape(actor),
+            x.n_inline,
+            x.n_block,
+            x.inline_share,
+            x.block_share,
+            x.n_tasks
+        );
+    }
+    out.push_str("</tbody></table></div>");
+    if shape.verbosity_turn1.is_empty() {
+        return;
+    }
+    out.push_str("<div class=\"table-box\"><table data-docx-shape=\"verbosity\"><caption>Verbosity trap (turn 1)</caption><thead><tr><th scope=\"col\">actor</th><th scope=\"col\" class=\"num\">redlines per task</th><th scope=\"col\" class=\"num\">edits per touched paragraph</th><th scope=\"col\" class=\"num\">average edit length (chars)</th><th scope=\"col\" class=\"num\">overlap with the expert</th><th scope=\"col\" class=\"num\">documents</th></tr></thead><tbody>");
+    for (actor, v) in &shape.verbosity_turn1 {
+        let overlap = match (v.overlap_rate, v.n_tasks_with_overlap) {
+            (Some(r), Some(n)) => format!("{r:.4} ({n} tasks)"),
+            _ => "—".into(),
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{:.3}</td><td class=\"num\">{:.1}</td><td class=\"num\">{overlap}</td><td class=\"num\">{}</td></tr>",
+            escape(actor),
+            v.redlines_per_task,
+            v.edits_per_touched_para,
+            v.avg_edit_length,
+            v.n_tasks
+        );
+    }
+    out.push_str("</tbody></table></div>");
 }
 
 /// A dry run says so first, with what the judges would have cost.
