@@ -597,6 +597,18 @@ async fn what_score_and_report_print_and_the_summary_say() {
         | expert | 7.33 | 1.148 | 76.1 | — | 6 |
         | run | 7.33 | 1.077 | 71.2 | 1 (over 6 tasks) | 6 |
 
+        ### Severity of rubric failures (L0 met … L4 critical; never changes a reward)
+
+        | level | records | share |
+        |---|---|---|
+        | L0 | 139 | 0.9329 |
+        | L1 | 1 | 0.0067 |
+        | L2 | 8 | 0.0537 |
+        | L3 | 1 | 0.0067 |
+        | L4 | 0 | 0 |
+
+        Mean level 0.1342 (of failures 2); 1 of 10 failures at L3 or above (0.1).
+
         ### Judges
 
         | judge | model | key | requests | cache hits | retries | failures | 429s | input tokens | cached share | output tokens | cost (USD, estimate) |

@@ -196,3 +196,51 @@ async fn surgicalness_and_verbosity_equal_the_references() {
         assert_eq!(summary["docx_shape"], expected[run], "{run}");
     }
 }
+
+/// The reference's severity scale (`src/severity.py`) on planted rows,
+/// computed by hand: a scored row (8 failed → L4, 5 met → L0, a −6
+/// penalty triggered → L4, 2 failed → L1), a gate failure (its 3 and −2
+/// items count as FAIL → L2, L0) and an incomplete row (left out).
+#[test]
+fn severity_grades_planted_verdicts_as_the_reference_does() {
+    let row = |task: &str, gate: bool, rubrics: &[(i32, Option<&str>)]| {
+        let rubrics: Vec<Value> = rubrics
+            .iter()
+            .enumerate()
+            .map(|(i, (w, v))| {
+                serde_json::json!({"id": format!("r{i}"), "kind": "llm", "weight": w,
+                    "category": "C", "verdict": v, "votes": {}})
+            })
+            .collect();
+        let mut r: TaskResult = serde_json::from_value(serde_json::json!({
+            "task": task, "trial": "1", "scenario": "1", "turn": 1, "side": "A",
+            "group": "s1-t1-g01", "variant": "a", "status": "pending",
+            "gate": {"passed": gate, "reason": "x"}, "reward": null, "earned": null,
+            "penalty": null, "total_positive": 0, "rubrics": rubrics,
+        }))
+        .expect("row");
+        r.settle_judged();
+        r
+    };
+    let rows = vec![
+        row(
+            "redline-s1-t1-g01a",
+            true,
+            &[(8, Some("FAIL")), (5, Some("PASS")), (-6, Some("PASS")), (2, Some("FAIL"))],
+        ),
+        row("redline-s1-t1-g01b", false, &[(3, Some("PASS")), (-2, Some("PASS"))]),
+        row("redline-s1-t2-g01a", true, &[(9, Some("FAIL")), (4, None)]),
+    ];
+    let s = Summary::build(&rows, vec![], vec![], Bootstrap::default(), None);
+    let got = serde_json::to_value(s.severity.expect("severity")).expect("json");
+    assert_eq!(
+        got,
+        serde_json::json!({
+            "levels": {"L0": 2, "L1": 1, "L2": 1, "L3": 0, "L4": 2},
+            "share": {"L0": 0.3333, "L1": 0.1667, "L2": 0.1667, "L3": 0.0, "L4": 0.3333},
+            "mean_severity": 1.8333, "mean_fail_severity": 2.75, "max_severity": 4,
+            "n_records": 6, "n_failures": 4,
+            "high_severity_failures": {"count": 2, "share_of_failures": 0.5},
+        })
+    );
+}

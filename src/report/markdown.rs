@@ -140,6 +140,26 @@ fn figures(out: &mut String, s: &Summary) {
         cis.map(|c| &c.by_category),
     );
     docx_shape(out, s);
+    severity(out, s);
+}
+
+/// The reference's severity scale over the rubric records.
+fn severity(out: &mut String, s: &Summary) {
+    let Some(x) = &s.severity else { return };
+    out.push_str("\n### Severity of rubric failures (L0 met … L4 critical; never changes a reward)\n\n| level | records | share |\n|---|---|---|\n");
+    for (level, n) in &x.levels {
+        let share = x.share.get(level).copied().unwrap_or_default();
+        let _ = writeln!(out, "| {level} | {n} | {share} |");
+    }
+    let _ = writeln!(
+        out,
+        "\nMean level {} (of failures {}); {} of {} failures at L3 or above ({}).",
+        x.mean_severity,
+        x.mean_fail_severity,
+        x.high_severity_failures.count,
+        x.n_failures,
+        x.high_severity_failures.share_of_failures
+    );
 }
 
 /// Surgicalness and the turn-1 verbosity trap, the run's row beside the

@@ -202,6 +202,10 @@ pub struct Summary {
     /// "run") beside the expert redlines' (`aggregate::shape`).
     #[serde(default, skip_serializing_if = "aggregate::shape::DocxShape::is_empty")]
     pub docx_shape: aggregate::shape::DocxShape,
+    /// The reference's L0–L4 severity of every rubric record in the
+    /// figures (`aggregate::severity`); it never changes a reward.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<aggregate::severity::Severity>,
 }
 
 /// One part of a run split over several processes: part `index` (from 0)
@@ -293,6 +297,7 @@ impl Summary {
             repeated_requests: 0,
             shard: None,
             docx_shape: aggregate::shape::docx_shape(rows, model.unwrap_or("run")),
+            severity: aggregate::severity::severity(rows),
         }
     }
 
