@@ -609,6 +609,10 @@ async fn what_score_and_report_print_and_the_summary_say() {
 
         Mean level 0.1342 (of failures 2); 1 of 10 failures at L3 or above (0.1).
 
+        ### Pivotal votes (PASS and FAIL votes one apart)
+
+        0 of 112 judge rubrics pivotal (0), holding 0 of the positive weight; if every pivotal verdict flipped, a row's reward would move by 0 on average over 13 judged rows, at most 0.
+
         ### Judges
 
         | judge | model | key | requests | cache hits | retries | failures | 429s | input tokens | cached share | output tokens | cost (USD, estimate) |

@@ -244,3 +244,66 @@ fn severity_grades_planted_verdicts_as_the_reference_does() {
         })
     );
 }
+
+/// Pivotal votes (`src/pivotal_votes.py`) on planted votes, computed by
+/// hand: row 1 has a 2–1 PASS (weight 5) and a 1–2 penalty (−4) among
+/// three judge rubrics, and a check (never pivotal); flipping both moves
+/// its reward from 1.0 to 0.1. Row 2 has a 2–0 vote (one judge
+/// abstained) and a 1–1 tie: neither is pivotal. A gate failure is left
+/// out.
+#[test]
+fn pivotal_votes_of_planted_panels() {
+    let row = |task: &str, gate: bool, rubrics: Value| {
+        let mut r: TaskResult = serde_json::from_value(serde_json::json!({
+            "task": task, "trial": "1", "scenario": "1", "turn": 1, "side": "A",
+            "group": "s1-t1-g01", "variant": "a", "status": "pending",
+            "gate": {"passed": gate, "reason": "x"}, "reward": null, "earned": null,
+            "penalty": null, "total_positive": 0, "rubrics": rubrics,
+        }))
+        .expect("row");
+        r.settle_judged();
+        r
+    };
+    let votes = |v: &[Option<&str>]| -> Value {
+        v.iter().enumerate().map(|(i, x)| (format!("j{i}"), serde_json::json!(x))).collect()
+    };
+    let llm = |id: &str, w: i32, verdict: &str, v: Value| serde_json::json!({"id": id, "kind": "llm", "weight": w, "category": "C", "verdict": verdict, "votes": v});
+    let (p, f) = (Some("PASS"), Some("FAIL"));
+    let rows = vec![
+        row(
+            "redline-s1-t1-g01a",
+            true,
+            serde_json::json!([
+                llm("r0", 5, "PASS", votes(&[p, p, f])),
+                llm("r1", 3, "PASS", votes(&[p, p, p])),
+                llm("r2", -4, "FAIL", votes(&[p, f, f])),
+                {"id": "r3", "kind": "check", "weight": 2, "category": "C", "verdict": "PASS", "votes": {"check": "PASS"}},
+            ]),
+        ),
+        row(
+            "redline-s1-t1-g01b",
+            true,
+            serde_json::json!([
+                llm("r0", 6, "PASS", votes(&[p, p, None])),
+                llm("r1", 2, "FAIL", votes(&[p, f])),
+            ]),
+        ),
+        row(
+            "redline-s1-t2-g01a",
+            false,
+            serde_json::json!([llm("r0", 5, "PASS", votes(&[p, p, f]))]),
+        ),
+    ];
+    assert_eq!(rows[0].reward, Some(1.0));
+    let s = Summary::build(&rows, vec![], vec![], Bootstrap::default(), None);
+    let got = serde_json::to_value(s.pivotal.expect("pivotal")).expect("json");
+    assert_eq!(
+        got,
+        serde_json::json!({
+            "n_rubrics": 5, "n_pivotal": 2, "fraction_pivotal": 0.4, "pivotal_weight_share": 0.3125,
+            "n_rows": 2, "mean_swing": 0.45, "max_swing": 0.9,
+            "largest": [{"task": "redline-s1-t1-g01a", "trial": "1", "n_rubrics": 3, "n_pivotal": 2,
+                         "swing": 0.9, "rubrics": ["r0", "r2"]}],
+        })
+    );
+}

@@ -25,6 +25,7 @@ pub(crate) mod calibration;
 pub(crate) mod cascade;
 pub(crate) mod compare;
 mod cost;
+pub(crate) mod pivotal;
 pub(crate) mod severity;
 pub(crate) mod shape;
 

@@ -141,6 +141,38 @@ fn figures(out: &mut String, s: &Summary) {
     );
     docx_shape(out, s);
     severity(out, s);
+    pivotal(out, s);
+}
+
+/// Judge rubrics one more ballot could flip.
+fn pivotal(out: &mut String, s: &Summary) {
+    let Some(p) = &s.pivotal else { return };
+    let _ = writeln!(
+        out,
+        "\n### Pivotal votes (PASS and FAIL votes one apart)\n\n{} of {} judge rubrics pivotal ({}), holding {} of the positive weight; if every pivotal verdict flipped, a row's reward would move by {} on average over {} judged rows, at most {}.",
+        p.n_pivotal,
+        p.n_rubrics,
+        p.fraction_pivotal,
+        p.pivotal_weight_share,
+        p.mean_swing,
+        p.n_rows,
+        p.max_swing
+    );
+    if !p.largest.is_empty() {
+        out.push_str("\n| task | trial | pivotal / rubrics | swing | pivotal rubrics |\n|---|---|---|---|---|\n");
+        for r in &p.largest {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} / {} | {} | {} |",
+                r.task,
+                r.trial,
+                r.n_pivotal,
+                r.n_rubrics,
+                r.swing,
+                r.rubrics.join(", ")
+            );
+        }
+    }
 }
 
 /// The reference's severity scale over the rubric records.

@@ -206,6 +206,9 @@ pub struct Summary {
     /// figures (`aggregate::severity`); it never changes a reward.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub severity: Option<aggregate::severity::Severity>,
+    /// Judge rubrics decided by one vote (`aggregate::pivotal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pivotal: Option<aggregate::pivotal::Pivotal>,
 }
 
 /// One part of a run split over several processes: part `index` (from 0)
@@ -298,6 +301,7 @@ impl Summary {
             shard: None,
             docx_shape: aggregate::shape::docx_shape(rows, model.unwrap_or("run")),
             severity: aggregate::severity::severity(rows),
+            pivotal: aggregate::pivotal::pivotal(rows),
         }
     }
 
