@@ -197,6 +197,19 @@ async fn surgicalness_and_verbosity_equal_the_references() {
     }
 }
 
+/// A judged row of `rubrics` (as results.jsonl holds them), settled.
+fn planted_row(task: &str, gate: bool, rubrics: Value) -> TaskResult {
+    let mut r: TaskResult = serde_json::from_value(serde_json::json!({
+        "task": task, "trial": "1", "scenario": "1", "turn": 1, "side": "A",
+        "group": "s1-t1-g01", "variant": "a", "status": "pending",
+        "gate": {"passed": gate, "reason": "x"}, "reward": null, "earned": null,
+        "penalty": null, "total_positive": 0, "rubrics": rubrics,
+    }))
+    .expect("row");
+    r.settle_judged();
+    r
+}
+
 /// The reference's severity scale (`src/severity.py`) on planted rows,
 /// computed by hand: a scored row (8 failed → L4, 5 met → L0, a −6
 /// penalty triggered → L4, 2 failed → L1), a gate failure (its 3 and −2
@@ -212,15 +225,7 @@ fn severity_grades_planted_verdicts_as_the_reference_does() {
                     "category": "C", "verdict": v, "votes": {}})
             })
             .collect();
-        let mut r: TaskResult = serde_json::from_value(serde_json::json!({
-            "task": task, "trial": "1", "scenario": "1", "turn": 1, "side": "A",
-            "group": "s1-t1-g01", "variant": "a", "status": "pending",
-            "gate": {"passed": gate, "reason": "x"}, "reward": null, "earned": null,
-            "penalty": null, "total_positive": 0, "rubrics": rubrics,
-        }))
-        .expect("row");
-        r.settle_judged();
-        r
+        planted_row(task, gate, Value::Array(rubrics))
     };
     let rows = vec![
         row(
@@ -253,17 +258,7 @@ fn severity_grades_planted_verdicts_as_the_reference_does() {
 /// out.
 #[test]
 fn pivotal_votes_of_planted_panels() {
-    let row = |task: &str, gate: bool, rubrics: Value| {
-        let mut r: TaskResult = serde_json::from_value(serde_json::json!({
-            "task": task, "trial": "1", "scenario": "1", "turn": 1, "side": "A",
-            "group": "s1-t1-g01", "variant": "a", "status": "pending",
-            "gate": {"passed": gate, "reason": "x"}, "reward": null, "earned": null,
-            "penalty": null, "total_positive": 0, "rubrics": rubrics,
-        }))
-        .expect("row");
-        r.settle_judged();
-        r
-    };
+    let row = planted_row;
     let votes = |v: &[Option<&str>]| -> Value {
         v.iter().enumerate().map(|(i, x)| (format!("j{i}"), serde_json::json!(x))).collect()
     };
