@@ -302,3 +302,16 @@ fn pivotal_votes_of_planted_panels() {
         })
     );
 }
+
+/// A main part the reader takes (it stops at the body's end) but the raw
+/// walk of the docx-shape figures cannot (a mismatched tag after the
+/// body) still loads: its figures count no tracked change, and a warning
+/// says why.
+#[test]
+fn a_main_part_the_shape_walk_cannot_read_still_loads() {
+    let doc =
+        crate::common::Docx::body("<w:p><w:r><w:t>Fees.</w:t></w:r></w:p></w:body><w:x></w:y>")
+            .load();
+    assert!(doc.shape.paragraphs.is_empty());
+    assert!(doc.warnings.iter().any(|w| w.contains("edit shape")), "{:?}", doc.warnings);
+}

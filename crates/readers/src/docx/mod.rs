@@ -181,7 +181,13 @@ pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<Document, DocxError>
     let defs = read_numbering(&mut pkg, &rels, styles.as_ref())?;
     let provenance = read_provenance(&mut pkg, &rels, &main_xml)?;
     let comment_index = comments.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-    let shape = shape::read(&main, &main_xml)?;
+    // What only the docx-shape figures read: a main part the reader took
+    // (it stops at the body's end) but the raw walk cannot is no reason to
+    // refuse the document.
+    let shape = shape::read(&main, &main_xml).unwrap_or_else(|e| {
+        ctx.warnings.push(format!("the edit shape of {main} could not be read ({e}): the surgicalness and verbosity figures count it as having no tracked change"));
+        EditShape::default()
+    });
     let mut doc = Document {
         body,
         shape,
