@@ -727,13 +727,17 @@ pub(super) fn page_hashes(doc: &Document, page: ObjectId, limits: &Limits) -> Pa
     let mut walk = Walk::new(doc, limits);
     let mut units = Vec::new();
     let mut joined: Vec<lopdf::content::Operation> = Vec::new();
-    for id in doc.get_page_contents(page) {
+    let streams = doc.get_page_contents(page);
+    let single = streams.len() == 1;
+    for id in streams {
         let mut hash = Sha256::new();
         match decoded(doc, id) {
             Some(content) => {
                 // Loops and depth were refused by `walk_pages`.
                 let _ = walk.ops(&content, resources, &mut hash);
-                joined.extend(content.operations);
+                if !single {
+                    joined.extend(content.operations);
+                }
             }
             None => hash.update(b"undecodable"),
         }
@@ -741,16 +745,24 @@ pub(super) fn page_hashes(doc: &Document, page: ObjectId, limits: &Limits) -> Pa
         units.append(&mut walk.units);
     }
     // What the streams draw as one: what a tool that turns the page into
-    // a form (qpdf's overlay) or one stream (pypdf's merge) keeps.
-    let mut whole = Sha256::new();
-    let _ = Walk::new(doc, limits).ops(&Content { operations: joined }, resources, &mut whole);
+    // a form (qpdf's overlay) or one stream (pypdf's merge) keeps. A page
+    // of one stream is that stream's unit, already hashed.
+    let whole = match units.first() {
+        Some(first) if single => first.clone(),
+        _ => {
+            let mut whole = Sha256::new();
+            let all = Content { operations: joined };
+            let _ = Walk::new(doc, limits).ops(&all, resources, &mut whole);
+            hex(&whole.finalize())
+        }
+    };
     let geometry = super::navigation::geometry(doc, page);
     let mut page_hash = Sha256::new();
     page_hash.update(format!("{:?} {}", geometry.media_box, geometry.rotation));
     for u in &units {
         page_hash.update(u.as_bytes());
     }
-    PageHashes { content: hex(&page_hash.finalize()), units, whole: hex(&whole.finalize()) }
+    PageHashes { content: hex(&page_hash.finalize()), units, whole }
 }
 
 /// The hashes that identify a page's drawing (see [`super::Page`]).
