@@ -809,6 +809,9 @@ async fn openrlhf_and_inline_tasks() {
     )
     .await;
     assert_eq!(inline["reward"], named["reward"]);
+    // The edit shapes stay in the results log: a reply does not carry the
+    // task's expert redline on every request.
+    assert!(named.get("edits").is_none() && named.get("expert").is_none(), "{named}");
     let mut broken = spec.clone();
     broken["rubrics"][0]["weight"] = json!(11);
     let (status, reply, _) = post(

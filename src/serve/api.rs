@@ -432,8 +432,10 @@ fn reward_under(row: &TaskResult, policy: OnIncomplete) -> Option<(Option<f64>, 
 }
 
 /// Rows as replies: each row as in results.jsonl, with `reward` as the
-/// policy makes it and `reward_from` saying where it came from. `Err`
-/// lists the rows the policy refuses to answer for.
+/// policy makes it and `reward_from` saying where it came from, less the
+/// edit shapes (`edits`, `expert`: the summary's docx figures read them;
+/// a trainer has no use for them, and the expert's would go out on every
+/// reply). `Err` lists the rows the policy refuses to answer for.
 pub(super) fn replies(rows: &[TaskResult], policy: OnIncomplete) -> Result<Vec<Value>, Value> {
     let mut out = Vec::with_capacity(rows.len());
     let mut refused = Vec::new();
@@ -442,6 +444,8 @@ pub(super) fn replies(rows: &[TaskResult], policy: OnIncomplete) -> Result<Vec<V
             Some((reward, from)) => {
                 let mut v = serde_json::to_value(row).unwrap_or(Value::Null);
                 if let Value::Object(m) = &mut v {
+                    m.remove("edits");
+                    m.remove("expert");
                     m.insert("reward".into(), json!(reward));
                     m.insert("reward_from".into(), json!(from));
                 }
